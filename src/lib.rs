@@ -1,14 +1,19 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! piidx: every Pi coding-agent session in one SQLite database.
+//!
+//! The modules follow the data: `discover` finds files, `read` yields their
+//! new lines, `parse` turns a line into JSON objects, `normalize` turns an
+//! object into rows, `ingest` drives those three for one file, `store` (the
+//! only module that speaks SQL) writes and reads the database, `sync`
+//! orchestrates a run, and `query` + `output` answer the user's commands.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod config;
+pub mod discover;
+pub mod ingest;
+pub mod normalize;
+pub mod output;
+pub mod parse;
+pub mod query;
+pub mod read;
+pub mod store;
+pub mod sync;
+pub mod time;

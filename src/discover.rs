@@ -1,0 +1,142 @@
+//! Stage 1: find the files under the session roots.
+//!
+//! Pi lists `<root>/*/*.jsonl`; piidx walks deeper too, because pi-subagents
+//! keeps child sessions at `<root>/<cwd>/<session>/<run>/run-N/*.jsonl` and a
+//! custom session dir holds sessions flat in the root. `subagent-artifacts/`
+//! and the Rust port's `*.v2/` sidecars are never sessions and are not
+//! entered. Whether a file really is a session is decided later, from its
+//! first JSON object, not from its name or place.
+
+use std::path::{Path, PathBuf};
+
+use walkdir::WalkDir;
+
+use crate::ingest::Target;
+
+/// A `.jsonl` path that cannot be read as a file, with the reason.
+#[derive(Debug, Clone)]
+pub struct Unusable {
+    pub target: Target,
+    pub reason: String,
+}
+
+/// What one walk found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub files: Vec<Target>,
+    pub unusable: Vec<Unusable>,
+    /// Directories or links the walk could not enter (permissions, loops).
+    pub warnings: Vec<String>,
+}
+
+/// Directory names that never hold sessions.
+fn is_excluded_dir(name: &str) -> bool {
+    name == "subagent-artifacts"
+        || name.ends_with(".v2")
+        || name == "node_modules"
+        || name == ".git"
+}
+
+/// Walks every root. Roots must exist (checked by the caller).
+pub fn discover(roots: &[PathBuf]) -> Discovery {
+    let mut found = Discovery::default();
+    for root in roots {
+        walk_root(root, &mut found);
+    }
+    found.files.sort_by(|a, b| a.path.cmp(&b.path));
+    found.files.dedup_by(|a, b| a.path == b.path);
+    found
+}
+
+fn walk_root(root: &Path, found: &mut Discovery) {
+    let root_text = root.to_string_lossy().into_owned();
+    let walker = WalkDir::new(root)
+        .follow_links(true)
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(|entry| {
+            !(entry.file_type().is_dir() && is_excluded_dir(&entry.file_name().to_string_lossy()))
+        });
+    for item in walker {
+        let entry = match item {
+            Ok(entry) => entry,
+            Err(err) => {
+                found.warnings.push(describe_walk_error(&err));
+                continue;
+            }
+        };
+        if !entry.file_name().to_string_lossy().ends_with(".jsonl") {
+            continue;
+        }
+        let path = entry.path().to_owned();
+        let rel_path = path
+            .strip_prefix(root)
+            .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_else(|_| path.to_string_lossy().into_owned());
+        let mut target = Target {
+            path,
+            root: root_text.clone(),
+            rel_path,
+            depth: entry.depth() as i64,
+            dev: 0,
+            ino: 0,
+            size: 0,
+            mtime_ns: 0,
+        };
+        let metadata = match entry.metadata() {
+            Ok(metadata) => metadata,
+            Err(err) => {
+                found.unusable.push(Unusable {
+                    target,
+                    reason: format!("cannot stat: {err}"),
+                });
+                continue;
+            }
+        };
+        fill_stat(&mut target, &metadata);
+        let file_type = metadata.file_type();
+        if file_type.is_file() {
+            found.files.push(target);
+        } else {
+            let what = if file_type.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file (a FIFO, socket or device)"
+            };
+            found.unusable.push(Unusable {
+                target,
+                reason: format!("{what}; not read"),
+            });
+        }
+    }
+}
+
+fn fill_stat(target: &mut Target, metadata: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    target.dev = metadata.dev() as i64;
+    target.ino = metadata.ino() as i64;
+    target.size = metadata.len();
+    target.mtime_ns = metadata.mtime() * 1_000_000_000 + metadata.mtime_nsec();
+}
+
+/// Re-reads size and times of one file (after it was read).
+pub fn restat(target: &mut Target) -> std::io::Result<()> {
+    let metadata = std::fs::metadata(&target.path)?;
+    fill_stat(target, &metadata);
+    Ok(())
+}
+
+fn describe_walk_error(err: &walkdir::Error) -> String {
+    let path = err
+        .path()
+        .map(|path| path.display().to_string())
+        .unwrap_or_else(|| "?".into());
+    if err.loop_ancestor().is_some() {
+        format!("{path}: symlink loop; not followed")
+    } else {
+        match err.io_error() {
+            Some(io) => format!("{path}: {io}"),
+            None => format!("{path}: {err}"),
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! Stages 2–4 for one file: read its new lines, parse them, normalize them,
+//! and hand the results to the writer in bounded batches.
+//!
+//! A `Cursor` is everything needed to continue a file where the last sync
+//! stopped; the writer stores it in the same transaction as the rows of the
+//! batch that produced it, so a crash between batches resumes exactly there.
+
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+
+use crate::normalize::{self, Entry, EntryContext, Header};
+use crate::parse::{self, ParsedLine};
+use crate::read::{Fingerprint, Line, LineReader};
+
+/// Bump when extraction changes: files indexed by an older parser are
+/// re-indexed automatically on the next sync.
+pub const PARSER_VERSION: i64 = 1;
+
+/// Input bytes per batch sent to the writer; bounds memory per worker.
+const BATCH_BYTES: u64 = 8 << 20;
+
+/// How much of a bad line is kept in `parse_errors.excerpt`.
+const EXCERPT_BYTES: usize = 160;
+
+/// Where the indexed part of a file ends and what is known about it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cursor {
+    /// Byte offset after the last consumed line.
+    pub offset: u64,
+    pub line_count: i64,
+    /// Objects Pi itself would parse so far (header included).
+    pub object_count: i64,
+    /// The last consumed line had no `\n` (it parsed as complete JSON).
+    pub tail_open: bool,
+    pub last_entry_id: Option<String>,
+    pub session: Option<SessionFacts>,
+    pub entry_count: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionFacts {
+    pub session_id: String,
+    pub legacy_v1: bool,
+}
+
+/// A file on disk as discovery saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub path: PathBuf,
+    pub root: String,
+    pub rel_path: String,
+    /// 1: directly in the root; 2: `<root>/<dir>/x.jsonl`, what Pi lists.
+    pub depth: i64,
+    pub dev: i64,
+    pub ino: i64,
+    pub size: u64,
+    pub mtime_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileStatus {
+    /// A session; rows are being or have been written.
+    Indexed,
+    /// No complete JSON object yet (empty, or only a torn line).
+    Pending,
+    /// Not a session; the reason says why.
+    Skipped(String),
+}
+
+impl FileStatus {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FileStatus::Indexed => "indexed",
+            FileStatus::Pending => "pending",
+            FileStatus::Skipped(_) => "skipped",
+        }
+    }
+}
+
+/// A line that could not be indexed (or needed repair).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError {
+    pub line_no: i64,
+    pub byte_offset: i64,
+    pub byte_len: i64,
+    pub reason: String,
+    pub excerpt: Option<String>,
+}
+
+/// What the writer applies in one go: rows plus the cursor after them.
+#[derive(Debug)]
+pub struct Batch {
+    pub target: Target,
+    /// Replace every row the file had before this batch.
+    pub reset: bool,
+    pub header: Option<Header>,
+    pub entries: Vec<Entry>,
+    pub errors: Vec<LineError>,
+    pub cursor: Cursor,
+    pub fingerprint: Fingerprint,
+    pub status: FileStatus,
+    /// Bytes of the file this batch covers.
+    pub bytes: u64,
+    /// The file's last batch of this sync.
+    pub last: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {path}: {source}")]
+pub struct IngestError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+/// Limits for one run.
+#[derive(Debug, Clone, Copy)]
+pub struct IngestOptions {
+    pub max_line_bytes: usize,
+}
+
+/// Where to start reading a file.
+#[derive(Debug, Clone)]
+pub enum Start {
+    /// From byte 0, replacing whatever the file had in the index.
+    Scratch,
+    /// From the stored cursor, if the consumed prefix is still the same
+    /// (checked against the fingerprint); otherwise from scratch.
+    Resume(Cursor, Fingerprint),
+}
+
+/// Indexes the new part of one file, calling `emit` for every batch. The last
+/// batch carries the final status; `emit` returning false stops early.
+pub fn ingest(
+    target: &Target,
+    start: Start,
+    options: IngestOptions,
+    emit: &mut dyn FnMut(Batch) -> bool,
+) -> Result<(), IngestError> {
+    let wrap = |source| IngestError {
+        path: target.path.clone(),
+        source,
+    };
+    let file = File::open(&target.path).map_err(wrap)?;
+    let mut cursor = match start {
+        Start::Scratch => None,
+        Start::Resume(cursor, fingerprint) => {
+            resume_point(&file, cursor, fingerprint).map_err(wrap)?
+        }
+    };
+    let reset = cursor.is_none();
+    let mut state = FileRun {
+        target,
+        options,
+        cursor: cursor.take().unwrap_or_default(),
+        batch: new_batch(target, reset),
+    };
+    let reader_file = file.try_clone().map_err(wrap)?;
+    let mut reader =
+        LineReader::new(reader_file, state.cursor.offset, options.max_line_bytes).map_err(wrap)?;
+    while let Some(line) = reader.next_line().map_err(wrap)? {
+        let outcome = match line {
+            Line::Text {
+                offset,
+                bytes,
+                terminated,
+            } => state.take_line(offset, bytes, terminated),
+            Line::Oversized {
+                offset,
+                len,
+                terminated,
+            } => state.take_oversized(offset, len, terminated),
+        };
+        match outcome {
+            Step::Next => {}
+            Step::Pending => break,
+            Step::Skip(reason) => {
+                let batch = state.skip_batch(reason);
+                emit(batch);
+                return Ok(());
+            }
+        }
+        if state.batch_bytes() >= BATCH_BYTES {
+            let batch = state.finish_batch(&file, None).map_err(wrap)?;
+            if !emit(batch) {
+                return Ok(());
+            }
+        }
+    }
+    let status = if state.cursor.session.is_some() {
+        FileStatus::Indexed
+    } else {
+        FileStatus::Pending
+    };
+    let batch = state.finish_batch(&file, Some(status)).map_err(wrap)?;
+    emit(batch);
+    Ok(())
+}
+
+/// Decides whether a stored cursor still describes the file's prefix.
+fn resume_point(
+    file: &File,
+    mut cursor: Cursor,
+    stored: Fingerprint,
+) -> io::Result<Option<Cursor>> {
+    let size = file.metadata()?.len();
+    if size < cursor.offset || Fingerprint::of_prefix(file, cursor.offset)? != stored {
+        return Ok(None);
+    }
+    if cursor.tail_open && size > cursor.offset {
+        // The last consumed line had no newline. If the writer completed it
+        // with '\n', go on; if it glued more bytes onto it, the line we
+        // indexed was not the line that is there now.
+        let mut next = [0u8; 1];
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut next, cursor.offset)?;
+        if next[0] != b'\n' {
+            return Ok(None);
+        }
+        cursor.offset += 1;
+        cursor.tail_open = false;
+    }
+    Ok(Some(cursor))
+}
+
+enum Step {
+    Next,
+    /// An unterminated tail that is not complete JSON: leave it for later.
+    Pending,
+    Skip(String),
+}
+
+struct FileRun<'a> {
+    target: &'a Target,
+    options: IngestOptions,
+    cursor: Cursor,
+    batch: Batch,
+}
+
+fn new_batch(target: &Target, reset: bool) -> Batch {
+    Batch {
+        target: target.clone(),
+        reset,
+        header: None,
+        entries: Vec::new(),
+        errors: Vec::new(),
+        cursor: Cursor::default(),
+        fingerprint: Fingerprint::default(),
+        status: FileStatus::Indexed,
+        bytes: 0,
+        last: false,
+    }
+}
+
+impl FileRun<'_> {
+    fn batch(&mut self) -> &mut Batch {
+        &mut self.batch
+    }
+
+    fn batch_bytes(&self) -> u64 {
+        self.batch.bytes
+    }
+
+    /// Hands out the current batch, stamped with the cursor after it, and
+    /// starts the next one.
+    fn finish_batch(&mut self, file: &File, status: Option<FileStatus>) -> io::Result<Batch> {
+        let mut batch = std::mem::replace(&mut self.batch, new_batch(self.target, false));
+        batch.cursor = self.cursor.clone();
+        batch.fingerprint = Fingerprint::of_prefix(file, self.cursor.offset)?;
+        if let Some(status) = status {
+            batch.status = status;
+            batch.last = true;
+        }
+        Ok(batch)
+    }
+
+    fn skip_batch(&mut self, reason: String) -> Batch {
+        let mut batch = new_batch(self.target, true);
+        batch.status = FileStatus::Skipped(reason);
+        batch.last = true;
+        batch
+    }
+
+    fn take_oversized(&mut self, offset: u64, len: u64, terminated: bool) -> Step {
+        if !terminated {
+            return Step::Pending;
+        }
+        let line_no = self.cursor.line_count + 1;
+        let reason = format!(
+            "line of {len} bytes is longer than the {} byte cap (--max-line-bytes); skipped",
+            self.options.max_line_bytes
+        );
+        self.batch().errors.push(LineError {
+            line_no,
+            byte_offset: offset as i64,
+            byte_len: len as i64,
+            reason,
+            excerpt: None,
+        });
+        self.consume(offset, len, true);
+        Step::Next
+    }
+
+    fn take_line(&mut self, offset: u64, bytes: &[u8], terminated: bool) -> Step {
+        let parsed = parse::parse_line(bytes);
+        if !terminated && !matches!(parsed, ParsedLine::Objects { .. }) {
+            return Step::Pending;
+        }
+        let line_no = self.cursor.line_count + 1;
+        let error = |reason: String| LineError {
+            line_no,
+            byte_offset: offset as i64,
+            byte_len: bytes.len() as i64,
+            reason,
+            excerpt: Some(excerpt(bytes)),
+        };
+        match parsed {
+            ParsedLine::Blank => {}
+            ParsedLine::Invalid(reason) => self.batch().errors.push(error(reason)),
+            ParsedLine::Objects { objects, note } => {
+                // Pi's JSON.parse accepts a line only when it holds one object.
+                let pi_parsable = objects.len() == 1;
+                if let Some(note) = note {
+                    self.batch().errors.push(error(note));
+                }
+                for (index, object) in objects.into_iter().enumerate() {
+                    let ctx = EntryContext {
+                        line_no,
+                        byte_offset: offset as i64,
+                        byte_len: bytes.len() as i64,
+                        obj_in_line: index as i64,
+                        pi_index: pi_parsable.then_some(self.cursor.object_count),
+                        legacy_v1: false,
+                        previous_entry_id: None,
+                    };
+                    if pi_parsable {
+                        self.cursor.object_count += 1;
+                    }
+                    if let Some(step) = self.take_object(object, ctx, &error) {
+                        return step;
+                    }
+                }
+            }
+        }
+        self.consume(offset, bytes.len() as u64, terminated);
+        Step::Next
+    }
+
+    /// Returns `Some` when the object decides the file is not a session.
+    fn take_object(
+        &mut self,
+        object: serde_json::Value,
+        mut ctx: EntryContext,
+        error: &dyn Fn(String) -> LineError,
+    ) -> Option<Step> {
+        let Some(session) = &self.cursor.session else {
+            return match normalize::header(&object) {
+                Some(header) => {
+                    self.cursor.session = Some(SessionFacts {
+                        session_id: header.session_id.clone(),
+                        legacy_v1: header.version < 2,
+                    });
+                    self.batch().header = Some(header);
+                    None
+                }
+                None => Some(Step::Skip(not_a_header(&object))),
+            };
+        };
+        if object.get("type").and_then(serde_json::Value::as_str) == Some("session") {
+            self.batch()
+                .errors
+                .push(error("duplicate session header; ignored as Pi does".into()));
+            return None;
+        }
+        if self.cursor.entry_count == 0 && normalize::is_event(&object) {
+            return Some(Step::Skip(
+                "an event stream (`pi --mode json` output), not a session: the line after the header is an agent event".into(),
+            ));
+        }
+        ctx.legacy_v1 = session.legacy_v1;
+        ctx.previous_entry_id = self.cursor.last_entry_id.clone();
+        let entry = normalize::entry(object, &ctx);
+        self.cursor.last_entry_id = Some(entry.entry_id.clone());
+        self.cursor.entry_count += 1;
+        self.batch().entries.push(entry);
+        None
+    }
+
+    fn consume(&mut self, offset: u64, len: u64, terminated: bool) {
+        let end = offset + len + u64::from(terminated);
+        let consumed = end - self.cursor.offset;
+        self.cursor.offset = end;
+        self.cursor.line_count += 1;
+        self.cursor.tail_open = !terminated;
+        self.batch().bytes += consumed;
+    }
+}
+
+fn not_a_header(object: &serde_json::Value) -> String {
+    match object.get("type").and_then(serde_json::Value::as_str) {
+        Some("session") => "the session header has no string `id`".into(),
+        Some(kind) => format!("the first JSON object is a `{kind}` entry, not a session header"),
+        None => "the first JSON object has no `type`; not a session header".into(),
+    }
+}
+
+fn excerpt(bytes: &[u8]) -> String {
+    let mut end = bytes.len().min(EXCERPT_BYTES);
+    let text = String::from_utf8_lossy(&bytes[..end]);
+    if bytes.len() > end {
+        end = text.len();
+        format!("{}…", &text[..end])
+    } else {
+        text.into_owned()
+    }
+}

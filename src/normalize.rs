@@ -1,0 +1,908 @@
+//! Stage 4: turn one parsed JSON object into the rows that describe it.
+//!
+//! Pure: no IO, no SQL, never fails. Whatever the object holds, the result
+//! keeps all of it: `raw` is the object re-serialized with image payloads cut
+//! out (they travel separately as decoded bytes), so unknown types, roles,
+//! blocks and fields stay queryable with `json_extract`, and an entry can be
+//! written back out exactly. Known fields are lifted into typed rows, and
+//! every searchable string is listed with its JSON path so the index can point
+//! at it instead of copying it.
+
+use base64::Engine;
+use serde_json::{Map, Value};
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::time::parse_iso_ms;
+
+/// FTS documents are at most this many bytes: ranking and `snippet()` over
+/// multi-MB documents is slow (see docs/search.md).
+pub const CHUNK_BYTES: usize = 32 * 1024;
+
+/// Entry types that belong to `pi --mode json` event streams, not sessions.
+const EVENT_TYPES: &[&str] = &[
+    "agent_start",
+    "agent_end",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "auto_compaction_start",
+    "auto_compaction_end",
+    "auto_retry_start",
+    "auto_retry_end",
+];
+
+/// True when an object is an AgentSession event rather than a session entry.
+pub fn is_event(object: &Value) -> bool {
+    object
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| EVENT_TYPES.contains(&kind))
+}
+
+/// The facts of a `type: "session"` header line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub session_id: String,
+    pub version: i64,
+    pub cwd: String,
+    pub timestamp: Option<String>,
+    pub created_ms: Option<i64>,
+    pub parent_session: Option<String>,
+    pub raw: String,
+}
+
+/// Reads a header; `None` when the object is not a session header with a
+/// string id (Pi's own test).
+pub fn header(object: &Value) -> Option<Header> {
+    if object.get("type").and_then(Value::as_str) != Some("session") {
+        return None;
+    }
+    let session_id = object.get("id").and_then(Value::as_str)?.to_owned();
+    let timestamp = str_field(object, "timestamp");
+    Some(Header {
+        session_id,
+        version: object.get("version").and_then(as_int).unwrap_or(1),
+        cwd: str_field(object, "cwd").unwrap_or_default(),
+        created_ms: timestamp.as_deref().and_then(parse_iso_ms),
+        timestamp,
+        parent_session: str_field(object, "parentSession")
+            .or_else(|| str_field(object, "branchedFrom")),
+        raw: object.to_string(),
+    })
+}
+
+/// Where an object sits in its file and what came before it.
+#[derive(Debug, Clone)]
+pub struct EntryContext {
+    pub line_no: i64,
+    pub byte_offset: i64,
+    pub byte_len: i64,
+    /// 0 for the first object of a line; glued objects count up.
+    pub obj_in_line: i64,
+    /// Index among the objects Pi itself would parse, header = 0; `None` for
+    /// objects Pi drops (glued lines). v1 `firstKeptEntryIndex` counts these.
+    pub pi_index: Option<i64>,
+    /// v1 files have no ids: ids are synthesized and chained in file order.
+    pub legacy_v1: bool,
+    pub previous_entry_id: Option<String>,
+}
+
+/// Kinds of searchable text, used by `search --role`.
+pub mod kind {
+    pub const USER: &str = "user";
+    pub const ASSISTANT: &str = "assistant";
+    pub const THINKING: &str = "thinking";
+    pub const TOOL_CALL: &str = "tool_call";
+    pub const TOOL_RESULT: &str = "tool_result";
+    pub const BASH: &str = "bash";
+    pub const SUMMARY: &str = "summary";
+    pub const CUSTOM: &str = "custom";
+    pub const SYSTEM: &str = "system";
+    pub const OTHER: &str = "other";
+}
+
+/// One searchable string field, with the spans it is cut into.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextField {
+    pub json_path: String,
+    pub kind: &'static str,
+    pub tool_name: Option<String>,
+    pub text: String,
+    /// `(start, len)` byte spans, each at most `CHUNK_BYTES`, on char boundaries.
+    pub spans: Vec<(usize, usize)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MessageRow {
+    pub role: String,
+    pub timestamp_ms: Option<i64>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub api: Option<String>,
+    pub stop_reason: Option<String>,
+    pub error_message: Option<String>,
+    pub response_id: Option<String>,
+    pub usage: Option<Usage>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+    pub is_error: Option<bool>,
+    pub exit_code: Option<i64>,
+    pub custom_type: Option<String>,
+    pub text_len: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Usage {
+    pub input: i64,
+    pub output: i64,
+    pub cache_read: i64,
+    pub cache_write: i64,
+    pub total: i64,
+    pub cost_input: Option<f64>,
+    pub cost_output: Option<f64>,
+    pub cost_cache_read: Option<f64>,
+    pub cost_cache_write: Option<f64>,
+    pub cost_total: Option<f64>,
+}
+
+/// A usage record from any source (see `usage_records` in docs/schema.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageRow {
+    pub source: &'static str,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub response_id: Option<String>,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockRow {
+    pub json_path: String,
+    pub block_index: i64,
+    pub block_type: String,
+    pub text_len: Option<i64>,
+    pub redacted: Option<bool>,
+    pub tool_call_id: Option<String>,
+    pub image_hash: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRow {
+    pub json_path: String,
+    pub block_index: i64,
+    pub call_id: Option<String>,
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageRow {
+    /// Path of the object that held the payload (the image block).
+    pub json_path: String,
+    /// The key the payload was cut from (`data`, or `content` for v1 attachments).
+    pub key: String,
+    pub mime_type: Option<String>,
+    pub hash: String,
+    /// `base64` when `bytes` are the decoded payload (re-encoding gives the
+    /// original back exactly), `raw` when they are the original string's bytes.
+    pub encoding: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Detail {
+    None,
+    Compaction {
+        first_kept_entry_id: Option<String>,
+        first_kept_entry_index: Option<i64>,
+        tokens_before: Option<i64>,
+        from_hook: Option<bool>,
+    },
+    BranchSummary {
+        from_id: Option<String>,
+        from_hook: Option<bool>,
+    },
+    Label {
+        target_id: Option<String>,
+        label: Option<String>,
+    },
+    ModelChange {
+        kind: &'static str,
+        provider: Option<String>,
+        model_id: Option<String>,
+        thinking_level: Option<String>,
+    },
+}
+
+/// Everything one session entry becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub entry_id: String,
+    pub parent_id: Option<String>,
+    pub synthetic_id: bool,
+    pub entry_type: String,
+    pub timestamp: Option<String>,
+    pub timestamp_ms: Option<i64>,
+    pub line_no: i64,
+    pub byte_offset: i64,
+    pub byte_len: i64,
+    pub obj_in_line: i64,
+    pub pi_index: Option<i64>,
+    pub glued: bool,
+    pub raw: String,
+    pub message: Option<MessageRow>,
+    pub blocks: Vec<BlockRow>,
+    pub tool_calls: Vec<ToolCallRow>,
+    pub usage: Vec<UsageRow>,
+    pub detail: Detail,
+    pub images: Vec<ImageRow>,
+    pub texts: Vec<TextField>,
+    /// `Some(name)` for `session_info` entries (`Some(None)`: name cleared).
+    pub session_name: Option<Option<String>>,
+    /// For user messages: the text as Pi computes it for `firstMessage`.
+    pub user_text: Option<String>,
+}
+
+/// Normalizes one non-header object.
+pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
+    let (entry_id, parent_id, synthetic_id) = identity(&object, ctx);
+    let entry_type = str_field(&object, "type").unwrap_or_default();
+    let timestamp = str_field(&object, "timestamp");
+    let timestamp_ms = timestamp.as_deref().and_then(parse_iso_ms);
+
+    let mut images = Vec::new();
+    extract_images(&mut object, &mut String::from("$"), &mut images);
+
+    let mut out = Entry {
+        entry_id,
+        parent_id,
+        synthetic_id,
+        entry_type,
+        timestamp,
+        timestamp_ms,
+        line_no: ctx.line_no,
+        byte_offset: ctx.byte_offset,
+        byte_len: ctx.byte_len,
+        obj_in_line: ctx.obj_in_line,
+        pi_index: ctx.pi_index,
+        glued: ctx.pi_index.is_none(),
+        raw: String::new(),
+        message: None,
+        blocks: Vec::new(),
+        tool_calls: Vec::new(),
+        usage: Vec::new(),
+        detail: Detail::None,
+        images,
+        texts: Vec::new(),
+        session_name: None,
+        user_text: None,
+    };
+    describe(&object, &mut out);
+    out.raw = object.to_string();
+    out
+}
+
+fn identity(object: &Value, ctx: &EntryContext) -> (String, Option<String>, bool) {
+    let suffix = if ctx.obj_in_line > 0 {
+        format!(".{}", ctx.obj_in_line)
+    } else {
+        String::new()
+    };
+    if ctx.legacy_v1 {
+        let id = format!("v1-{}{suffix}", ctx.line_no);
+        return (id, ctx.previous_entry_id.clone(), true);
+    }
+    let parent = str_field(object, "parentId");
+    match str_field(object, "id") {
+        Some(id) => (id, parent, false),
+        None => (format!("L{}{suffix}", ctx.line_no), parent, true),
+    }
+}
+
+/// Fills the typed rows from the (image-free) object.
+fn describe(object: &Value, out: &mut Entry) {
+    match out.entry_type.as_str() {
+        "message" => {
+            if let Some(message) = object.get("message") {
+                describe_message(message, "$.message", out);
+            }
+        }
+        "compaction" => {
+            push_text(out, object, "summary", "$.summary", kind::SUMMARY, None);
+            push_usage(out, object.get("usage"), "compaction", None, None);
+            out.detail = Detail::Compaction {
+                first_kept_entry_id: str_field(object, "firstKeptEntryId"),
+                first_kept_entry_index: object.get("firstKeptEntryIndex").and_then(as_int),
+                tokens_before: object.get("tokensBefore").and_then(as_int),
+                from_hook: object.get("fromHook").and_then(Value::as_bool),
+            };
+        }
+        "branch_summary" => {
+            push_text(out, object, "summary", "$.summary", kind::SUMMARY, None);
+            push_usage(out, object.get("usage"), "branch_summary", None, None);
+            out.detail = Detail::BranchSummary {
+                from_id: str_field(object, "fromId"),
+                from_hook: object.get("fromHook").and_then(Value::as_bool),
+            };
+        }
+        "custom_message" => {
+            if let Some(content) = object.get("content") {
+                describe_content(content, "$.content", kind::CUSTOM, out);
+            }
+        }
+        "label" => {
+            out.detail = Detail::Label {
+                target_id: str_field(object, "targetId"),
+                label: str_field(object, "label"),
+            };
+        }
+        "session_info" => {
+            out.session_name = Some(str_field(object, "name"));
+        }
+        "model_change" => {
+            out.detail = Detail::ModelChange {
+                kind: "model",
+                provider: str_field(object, "provider"),
+                model_id: str_field(object, "modelId"),
+                thinking_level: None,
+            };
+        }
+        "thinking_level_change" => {
+            out.detail = Detail::ModelChange {
+                kind: "thinking_level",
+                provider: None,
+                model_id: None,
+                thinking_level: str_field(object, "thinkingLevel"),
+            };
+        }
+        "usage" => {
+            let provider = str_field(object, "provider");
+            let model = str_field(object, "model");
+            push_usage(out, object.get("usage"), "usage_entry", provider, model);
+        }
+        _ => {}
+    }
+}
+
+fn describe_message(message: &Value, path: &str, out: &mut Entry) {
+    let role = str_field(message, "role").unwrap_or_default();
+    // v2 files call extension messages `hookMessage`; v3 renamed them.
+    let role = if role == "hookMessage" {
+        "custom".to_owned()
+    } else {
+        role
+    };
+    let text_kind = match role.as_str() {
+        "user" => kind::USER,
+        "assistant" => kind::ASSISTANT,
+        "toolResult" => kind::TOOL_RESULT,
+        "bashExecution" => kind::BASH,
+        "custom" => kind::CUSTOM,
+        "system" | "developer" => kind::SYSTEM,
+        "branchSummary" | "compactionSummary" => kind::SUMMARY,
+        _ => kind::OTHER,
+    };
+    let tool_name = str_field(message, "toolName");
+    let mut row = MessageRow {
+        timestamp_ms: message
+            .get("timestamp")
+            .and_then(as_int)
+            .or(out.timestamp_ms),
+        provider: str_field(message, "provider"),
+        model: str_field(message, "model"),
+        api: str_field(message, "api"),
+        stop_reason: str_field(message, "stopReason"),
+        error_message: str_field(message, "errorMessage"),
+        response_id: str_field(message, "responseId"),
+        usage: message.get("usage").and_then(parse_usage),
+        tool_call_id: str_field(message, "toolCallId"),
+        tool_name: tool_name.clone(),
+        is_error: message.get("isError").and_then(Value::as_bool),
+        exit_code: message.get("exitCode").and_then(as_int),
+        custom_type: str_field(message, "customType"),
+        role,
+        text_len: 0,
+    };
+    let texts_before = out.texts.len();
+    if let Some(content) = message.get("content") {
+        let result_tool = if text_kind == kind::TOOL_RESULT {
+            tool_name.clone()
+        } else {
+            None
+        };
+        let content_path = format!("{path}.content");
+        describe_content_with_tool(content, &content_path, text_kind, result_tool, out);
+    }
+    match row.role.as_str() {
+        "bashExecution" => {
+            push_text(
+                out,
+                message,
+                "command",
+                &format!("{path}.command"),
+                kind::BASH,
+                None,
+            );
+            push_text(
+                out,
+                message,
+                "output",
+                &format!("{path}.output"),
+                kind::BASH,
+                None,
+            );
+        }
+        "toolResult" => {
+            // Before 2025-11-12 tool results carried `output` instead of `content`.
+            push_text(
+                out,
+                message,
+                "output",
+                &format!("{path}.output"),
+                kind::TOOL_RESULT,
+                tool_name,
+            );
+        }
+        "user" => out.user_text = Some(pi_message_text(message.get("content"))),
+        _ => {}
+    }
+    row.text_len = out.texts[texts_before..]
+        .iter()
+        .filter(|text| text.kind != kind::THINKING && text.kind != kind::TOOL_CALL)
+        .map(|text| text.text.len() as i64)
+        .sum();
+    let source = match row.role.as_str() {
+        "assistant" => Some("assistant"),
+        "toolResult" => Some("tool_result"),
+        _ => None,
+    };
+    if let (Some(source), Some(usage)) = (source, row.usage.clone()) {
+        out.usage.push(UsageRow {
+            source,
+            provider: row.provider.clone(),
+            model: row.model.clone(),
+            response_id: row.response_id.clone(),
+            usage,
+        });
+    }
+    out.message = Some(row);
+}
+
+fn describe_content(content: &Value, path: &str, text_kind: &'static str, out: &mut Entry) {
+    describe_content_with_tool(content, path, text_kind, None, out);
+}
+
+/// `content` is a string or an array of blocks (text, thinking, toolCall,
+/// image, or anything else).
+fn describe_content_with_tool(
+    content: &Value,
+    path: &str,
+    text_kind: &'static str,
+    tool_name: Option<String>,
+    out: &mut Entry,
+) {
+    match content {
+        Value::String(text) => push_string(out, path.to_owned(), text_kind, tool_name, text),
+        Value::Array(blocks) => {
+            for (index, block) in blocks.iter().enumerate() {
+                let block_path = format!("{path}[{index}]");
+                describe_block(block, block_path, index as i64, text_kind, &tool_name, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn describe_block(
+    block: &Value,
+    path: String,
+    index: i64,
+    text_kind: &'static str,
+    tool_name: &Option<String>,
+    out: &mut Entry,
+) {
+    let block_type = str_field(block, "type").unwrap_or_default();
+    let mut row = BlockRow {
+        json_path: path.clone(),
+        block_index: index,
+        block_type: block_type.clone(),
+        text_len: None,
+        redacted: None,
+        tool_call_id: None,
+        image_hash: None,
+    };
+    match block_type.as_str() {
+        "thinking" => {
+            row.redacted = block.get("redacted").and_then(Value::as_bool);
+            row.text_len = text_len(block, "thinking");
+            push_text(
+                out,
+                block,
+                "thinking",
+                &format!("{path}.thinking"),
+                kind::THINKING,
+                None,
+            );
+        }
+        "toolCall" => {
+            let name = str_field(block, "name");
+            row.tool_call_id = str_field(block, "id");
+            out.tool_calls.push(ToolCallRow {
+                json_path: path.clone(),
+                block_index: index,
+                call_id: row.tool_call_id.clone(),
+                name: name.clone(),
+            });
+            if let Some(arguments) = block.get("arguments") {
+                push_leaves(out, arguments, format!("{path}.arguments"), &name);
+            }
+        }
+        "image" => {
+            row.image_hash = out
+                .images
+                .iter()
+                .find(|image| image.json_path == path)
+                .map(|image| image.hash.clone());
+        }
+        // Text blocks and unknown blocks that carry a `text` string.
+        _ => {
+            row.text_len = text_len(block, "text");
+            push_text(
+                out,
+                block,
+                "text",
+                &format!("{path}.text"),
+                text_kind,
+                tool_name.clone(),
+            );
+        }
+    }
+    out.blocks.push(row);
+}
+
+/// Indexes every string inside tool-call arguments, each as its own field.
+fn push_leaves(out: &mut Entry, value: &Value, path: String, tool_name: &Option<String>) {
+    match value {
+        Value::String(text) => push_string(out, path, kind::TOOL_CALL, tool_name.clone(), text),
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                push_leaves(out, item, format!("{path}[{index}]"), tool_name);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                if let Some(child) = child_path(&path, key) {
+                    push_leaves(out, item, child, tool_name);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn push_text(
+    out: &mut Entry,
+    object: &Value,
+    key: &str,
+    path: &str,
+    text_kind: &'static str,
+    tool_name: Option<String>,
+) {
+    if let Some(text) = object.get(key).and_then(Value::as_str) {
+        push_string(out, path.to_owned(), text_kind, tool_name, text);
+    }
+}
+
+fn push_string(
+    out: &mut Entry,
+    json_path: String,
+    text_kind: &'static str,
+    tool_name: Option<String>,
+    text: &str,
+) {
+    if text.trim().is_empty() {
+        return;
+    }
+    out.texts.push(TextField {
+        spans: chunk_spans(text, CHUNK_BYTES),
+        json_path,
+        kind: text_kind,
+        tool_name,
+        text: text.to_owned(),
+    });
+}
+
+/// Pi's "text of a message": a string as-is, or text blocks joined by " ".
+pub fn pi_message_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+/// Cuts `text` into spans of at most `max` bytes, preferring to cut after a
+/// newline, then after a space, in the last quarter of the window.
+pub fn chunk_spans(text: &str, max: usize) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut start = 0;
+    while bytes.len() - start > max {
+        let mut end = start + max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let window = &bytes[start + (end - start) * 3 / 4..end];
+        let cut = memchr::memrchr(b'\n', window).or_else(|| memchr::memrchr(b' ', window));
+        if let Some(found) = cut {
+            end = start + (end - start) * 3 / 4 + found + 1;
+        }
+        spans.push((start, end - start));
+        start = end;
+    }
+    spans.push((start, bytes.len() - start));
+    spans
+}
+
+/// Cuts base64 payloads out of every image object in the entry.
+fn extract_images(value: &mut Value, path: &mut String, out: &mut Vec<ImageRow>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(image) = take_image(map, path) {
+                out.push(image);
+            }
+            for (key, child) in map.iter_mut() {
+                if !(child.is_object() || child.is_array()) {
+                    continue;
+                }
+                let Some(child_path) = child_path(path, key) else {
+                    continue;
+                };
+                let mut child_path = child_path;
+                extract_images(child, &mut child_path, out);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter_mut().enumerate() {
+                if item.is_object() || item.is_array() {
+                    let mut child_path = format!("{path}[{index}]");
+                    extract_images(item, &mut child_path, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An image block (`{type:"image", data, mimeType}`) or a v1 attachment
+/// (`{type:"image", content, mimeType, fileName}`).
+fn take_image(map: &mut Map<String, Value>, path: &str) -> Option<ImageRow> {
+    if map.get("type").and_then(Value::as_str) != Some("image") {
+        return None;
+    }
+    let key = if map.get("data").is_some_and(Value::is_string) {
+        "data"
+    } else if map.contains_key("fileName") && map.get("content").is_some_and(Value::is_string) {
+        "content"
+    } else {
+        return None;
+    };
+    let Some(Value::String(payload)) = map.remove(key) else {
+        return None;
+    };
+    let engine = base64::engine::general_purpose::STANDARD;
+    let (encoding, bytes) = match engine.decode(payload.as_bytes()) {
+        Ok(decoded) if engine.encode(&decoded) == payload => ("base64", decoded),
+        _ => ("raw", payload.into_bytes()),
+    };
+    Some(ImageRow {
+        json_path: path.to_owned(),
+        key: key.to_owned(),
+        mime_type: map
+            .get("mimeType")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        hash: format!("{:032x}", xxh3_128(&bytes)),
+        encoding,
+        bytes,
+    })
+}
+
+/// The SQLite JSON path of `key` under `parent`, or `None` when the key
+/// cannot be written as a quoted label (it holds `"` or `\`).
+pub fn child_path(parent: &str, key: &str) -> Option<String> {
+    let plain = !key.is_empty()
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !key.as_bytes()[0].is_ascii_digit();
+    if plain {
+        Some(format!("{parent}.{key}"))
+    } else if key.contains(['"', '\\']) || key.chars().any(char::is_control) {
+        None
+    } else {
+        Some(format!("{parent}.\"{key}\""))
+    }
+}
+
+fn parse_usage(value: &Value) -> Option<Usage> {
+    let object = value.as_object()?;
+    let int = |key: &str| object.get(key).and_then(as_int).unwrap_or(0);
+    let (input, output, cache_read, cache_write) = (
+        int("input"),
+        int("output"),
+        int("cacheRead"),
+        int("cacheWrite"),
+    );
+    let total = object
+        .get("totalTokens")
+        .and_then(as_int)
+        .unwrap_or(input + output + cache_read + cache_write);
+    let mut usage = Usage {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        total,
+        ..Usage::default()
+    };
+    match object.get("cost") {
+        Some(Value::Object(cost)) => {
+            let money = |key: &str| cost.get(key).and_then(Value::as_f64);
+            usage.cost_input = money("input");
+            usage.cost_output = money("output");
+            usage.cost_cache_read = money("cacheRead");
+            usage.cost_cache_write = money("cacheWrite");
+            usage.cost_total = money("total");
+        }
+        // The official subagent example reports cost as one number.
+        Some(Value::Number(total)) => usage.cost_total = total.as_f64(),
+        _ => {}
+    }
+    Some(usage)
+}
+
+fn push_usage(
+    out: &mut Entry,
+    value: Option<&Value>,
+    source: &'static str,
+    provider: Option<String>,
+    model: Option<String>,
+) {
+    if let Some(usage) = value.and_then(parse_usage) {
+        out.usage.push(UsageRow {
+            source,
+            provider,
+            model,
+            response_id: None,
+            usage,
+        });
+    }
+}
+
+fn text_len(object: &Value, key: &str) -> Option<i64> {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .map(|text| text.len() as i64)
+}
+
+pub fn str_field(object: &Value, key: &str) -> Option<String> {
+    object.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Integers may be written as floats by some writers (`3.0`).
+pub fn as_int(value: &Value) -> Option<i64> {
+    value
+        .as_i64()
+        .or_else(|| value.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> EntryContext {
+        EntryContext {
+            line_no: 2,
+            byte_offset: 10,
+            byte_len: 5,
+            obj_in_line: 0,
+            pi_index: Some(1),
+            legacy_v1: false,
+            previous_entry_id: None,
+        }
+    }
+
+    #[test]
+    fn assistant_message_becomes_rows_and_text_fields() {
+        let object = json!({"type":"message","id":"a1","parentId":"p0","timestamp":"2026-01-01T00:00:00Z",
+            "message":{"role":"assistant","content":[
+                {"type":"thinking","thinking":"hmm","redacted":true},
+                {"type":"text","text":"hello"},
+                {"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls","opts":{"x y":"deep"}}}],
+            "provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"cost":{"total":0.5}},
+            "stopReason":"toolUse","timestamp":1767225600001u64}});
+        let entry = entry(object, &ctx());
+        assert_eq!(entry.entry_id, "a1");
+        assert_eq!(entry.parent_id.as_deref(), Some("p0"));
+        let message = entry.message.as_ref().unwrap();
+        assert_eq!(message.timestamp_ms, Some(1767225600001));
+        assert_eq!(message.usage.as_ref().unwrap().total, 10);
+        let paths: Vec<_> = entry
+            .texts
+            .iter()
+            .map(|t| (t.json_path.as_str(), t.kind))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("$.message.content[0].thinking", kind::THINKING),
+                ("$.message.content[1].text", kind::ASSISTANT),
+                ("$.message.content[2].arguments.command", kind::TOOL_CALL),
+                (
+                    "$.message.content[2].arguments.opts.\"x y\"",
+                    kind::TOOL_CALL
+                ),
+            ]
+        );
+        assert_eq!(entry.tool_calls[0].call_id.as_deref(), Some("c1"));
+        assert_eq!(entry.usage[0].source, "assistant");
+    }
+
+    #[test]
+    fn image_payloads_leave_raw_and_come_back_decoded() {
+        let object = json!({"type":"message","id":"u","message":{"role":"user","content":[
+            {"type":"text","text":"look"},{"type":"image","data":"aGVsbG8=","mimeType":"image/png"}]}});
+        let entry = entry(object, &ctx());
+        assert!(!entry.raw.contains("aGVsbG8="));
+        assert_eq!(entry.images[0].bytes, b"hello");
+        assert_eq!(entry.images[0].json_path, "$.message.content[1]");
+        assert_eq!(entry.user_text.as_deref(), Some("look"));
+        assert!(entry.blocks[1].image_hash.is_some());
+    }
+
+    #[test]
+    fn v1_entries_get_synthetic_chained_ids() {
+        let mut context = ctx();
+        context.legacy_v1 = true;
+        context.previous_entry_id = Some("v1-1".into());
+        let entry = entry(
+            json!({"type":"message","message":{"role":"user","content":"hi"}}),
+            &context,
+        );
+        assert_eq!(entry.entry_id, "v1-2");
+        assert_eq!(entry.parent_id.as_deref(), Some("v1-1"));
+        assert!(entry.synthetic_id);
+    }
+
+    #[test]
+    fn chunks_cover_the_text_on_char_boundaries() {
+        let text = "αβγ ".repeat(20_000);
+        let spans = chunk_spans(&text, 1000);
+        let mut next = 0;
+        for (start, len) in &spans {
+            assert_eq!(*start, next);
+            assert!(*len <= 1000 && *len > 0);
+            assert!(text.is_char_boundary(start + len));
+            next = start + len;
+        }
+        assert_eq!(next, text.len());
+    }
+
+    #[test]
+    fn header_rules_follow_pi() {
+        assert!(header(&json!({"type":"session","id":5})).is_none());
+        let h = header(&json!({"type":"session","id":"s","branchedFrom":"/x.jsonl"})).unwrap();
+        assert_eq!(h.version, 1);
+        assert_eq!(h.parent_session.as_deref(), Some("/x.jsonl"));
+    }
+}

@@ -1,0 +1,139 @@
+//! Stage 5 and 6: the SQLite database. The only module that speaks SQL.
+//!
+//! `Store::open_for_sync` opens read-write, refuses databases that are not
+//! piidx's or are newer than this build, and upgrades older ones in place.
+//! `Store::open_read_only` is for every query command: it never writes, so it
+//! works while a sync runs (WAL) and on read-only media.
+
+mod schema;
+mod state;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+pub use schema::SCHEMA_VERSION;
+pub use state::FileState;
+pub use write::WriteStats;
+
+/// `PRAGMA application_id` of piidx databases ("piix").
+pub const APPLICATION_ID: i64 = 0x7069_6978;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path} is not a piidx database (it has other tables); pass --db with another path")]
+    Foreign { path: PathBuf },
+    #[error(
+        "{path} was written by a newer piidx (schema {found}, this build knows up to {known}); upgrade piidx or pass --db with another path"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("no piidx database at {path}; run `piidx sync` first (or pass --db)")]
+    Missing { path: PathBuf },
+    #[error(
+        "{path} has schema {found} but this piidx needs {known}; run `piidx sync` to upgrade it"
+    )]
+    TooOld {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("cannot create the directory for {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// An open piidx database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database for writing.
+    pub fn open_for_sync(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: path.to_owned(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(sqlite_error(path))?;
+        let mut store = Store {
+            conn,
+            path: path.to_owned(),
+        };
+        store.configure(false)?;
+        schema::migrate(&mut store.conn, path)?;
+        Ok(store)
+    }
+
+    /// Opens an existing, current database without ever writing to it.
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_owned(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(path, flags).map_err(sqlite_error(path))?;
+        let store = Store {
+            conn,
+            path: path.to_owned(),
+        };
+        store.configure(true)?;
+        schema::check_readable(&store.conn, path)?;
+        Ok(store)
+    }
+
+    fn configure(&self, read_only: bool) -> Result<()> {
+        self.conn
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(sqlite_error(&self.path))?;
+        let pragmas = if read_only {
+            "PRAGMA query_only = 1; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;"
+        } else {
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
+             PRAGMA cache_size = -65536; PRAGMA journal_size_limit = 67108864; PRAGMA foreign_keys = OFF;"
+        };
+        self.conn
+            .execute_batch(pragmas)
+            .map_err(sqlite_error(&self.path))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The raw connection, for the query modules (they only read).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        sqlite_error(&self.path)
+    }
+}
+
+fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |source| StoreError::Sqlite {
+        path: path.to_owned(),
+        source,
+    }
+}

@@ -1,0 +1,121 @@
+//! Forward-only migrations, tracked in `PRAGMA user_version`.
+//!
+//! Every file in `migrations/` is embedded here in order; a shipped file is
+//! never edited, only followed by a new one. All pending migrations run in
+//! one transaction together with the version bump, so a failed upgrade leaves
+//! the database as it was.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::{APPLICATION_ID, Result, StoreError, sqlite_error};
+
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+struct Identity {
+    application_id: i64,
+    user_version: i64,
+    has_tables: bool,
+}
+
+fn identity(conn: &Connection, path: &Path) -> Result<Identity> {
+    let err = sqlite_error(path);
+    let application_id = conn
+        .query_row("PRAGMA application_id", [], |row| row.get(0))
+        .map_err(&err)?;
+    let user_version = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(&err)?;
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .map_err(&err)?;
+    Ok(Identity {
+        application_id,
+        user_version,
+        has_tables: tables > 0,
+    })
+}
+
+fn check_ours(found: &Identity, path: &Path) -> Result<()> {
+    let foreign = if found.application_id == 0 {
+        found.has_tables
+    } else {
+        found.application_id != APPLICATION_ID
+    };
+    if foreign {
+        return Err(StoreError::Foreign {
+            path: path.to_owned(),
+        });
+    }
+    if found.user_version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found: found.user_version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// Brings the database to `SCHEMA_VERSION`.
+pub fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let found = identity(conn, path)?;
+    check_ours(&found, path)?;
+    if found.user_version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let err = sqlite_error(path);
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(&err)?;
+    for sql in MIGRATIONS.iter().skip(found.user_version as usize) {
+        tx.execute_batch(sql).map_err(&err)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(&err)?;
+    tx.commit().map_err(&err)
+}
+
+/// For read-only commands: the database must be ours and current.
+pub fn check_readable(conn: &Connection, path: &Path) -> Result<()> {
+    let found = identity(conn, path)?;
+    check_ours(&found, path)?;
+    if found.user_version < SCHEMA_VERSION {
+        return Err(StoreError::TooOld {
+            path: path.to_owned(),
+            found: found.user_version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_to_an_empty_database() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, Path::new(":memory:")).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        migrate(&mut conn, Path::new(":memory:")).unwrap();
+    }
+
+    #[test]
+    fn foreign_databases_are_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t(x)").unwrap();
+        assert!(matches!(
+            migrate(&mut conn, Path::new("x.db")),
+            Err(StoreError::Foreign { .. })
+        ));
+    }
+}

@@ -1,0 +1,662 @@
+//! The single writer: applies batches, removes files, and owns transactions.
+//!
+//! A batch's rows and the file's new cursor are written together, inside
+//! whatever transaction is open, so any committed state is a consistent
+//! prefix of every file. FTS rows are always deleted before the content they
+//! index (FTS5 re-reads the content to delete), never after.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Result, Store};
+use crate::ingest::{Batch, FileStatus, LineError};
+use crate::normalize::{Detail, Entry, Header};
+
+/// Rows a batch added.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WriteStats {
+    pub entries: u64,
+    pub errors: u64,
+}
+
+/// Tables holding one file's rows, children before parents.
+const FILE_TABLES: &[&str] = &[
+    "chunks",
+    "content_blocks",
+    "tool_call_meta",
+    "usage_records",
+    "compactions",
+    "branch_summaries",
+    "labels",
+    "model_changes",
+    "message_meta",
+    "entries",
+    "parse_errors",
+    "sessions",
+];
+
+impl Store {
+    pub fn begin(&self) -> Result<()> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(self.err())
+    }
+
+    pub fn commit(&self) -> Result<()> {
+        self.conn.execute_batch("COMMIT").map_err(self.err())
+    }
+
+    /// Applies one batch inside the open transaction.
+    pub fn apply(&self, batch: &Batch) -> Result<WriteStats> {
+        let path = batch.target.path.to_string_lossy();
+        let existing = self.file_id(&path)?;
+        if let (true, Some(file_id)) = (batch.reset, existing) {
+            self.delete_file_rows(file_id)?;
+        }
+        let file_id = self.upsert_file(batch, existing)?;
+        let mut stats = WriteStats::default();
+        if let FileStatus::Skipped(_) = batch.status {
+            return Ok(stats);
+        }
+        if let Some(header) = &batch.header {
+            self.insert_session(file_id, batch, header)?;
+        }
+        let session_id = batch
+            .cursor
+            .session
+            .as_ref()
+            .map(|facts| facts.session_id.as_str())
+            .unwrap_or_default();
+        for entry in &batch.entries {
+            self.insert_entry(file_id, session_id, entry)?;
+            stats.entries += 1;
+        }
+        for error in &batch.errors {
+            self.insert_error(file_id, &path, error)?;
+            stats.errors += 1;
+        }
+        if batch.cursor.session.is_some() {
+            self.update_session(file_id, batch)?;
+        }
+        Ok(stats)
+    }
+
+    /// Forgets a file that no longer exists, or marks it deleted.
+    pub fn remove_file(&self, file_id: i64, keep_rows: bool) -> Result<()> {
+        if keep_rows {
+            self.conn
+                .execute(
+                    "UPDATE files SET status = 'deleted', deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+                     WHERE file_id = ?1",
+                    [file_id],
+                )
+                .map_err(self.err())?;
+            return Ok(());
+        }
+        self.delete_file_rows(file_id)?;
+        self.conn
+            .execute("DELETE FROM files WHERE file_id = ?1", [file_id])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    fn file_id(&self, path: &str) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT file_id FROM files WHERE path = ?1")
+            .and_then(|mut stmt| stmt.query_row([path], |row| row.get(0)).optional())
+            .map_err(self.err())
+    }
+
+    fn delete_file_rows(&self, file_id: i64) -> Result<()> {
+        let sql = [
+            "DELETE FROM fts WHERE rowid IN (SELECT chunk_id FROM chunks WHERE file_id = ?1)",
+            "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",
+            "DELETE FROM gone_hashes",
+            "INSERT OR IGNORE INTO gone_hashes SELECT hash FROM images WHERE file_id = ?1",
+            "DELETE FROM images WHERE file_id = ?1",
+            "DELETE FROM blobs WHERE hash IN (SELECT hash FROM gone_hashes)
+               AND NOT EXISTS (SELECT 1 FROM images i WHERE i.hash = blobs.hash)",
+        ];
+        for statement in sql {
+            let mut stmt = self.conn.prepare_cached(statement).map_err(self.err())?;
+            if statement.contains("?1") {
+                stmt.execute([file_id]).map_err(self.err())?;
+            } else {
+                stmt.execute([]).map_err(self.err())?;
+            }
+        }
+        for table in FILE_TABLES {
+            self.conn
+                .prepare_cached(&format!("DELETE FROM {table} WHERE file_id = ?1"))
+                .and_then(|mut stmt| stmt.execute([file_id]))
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    fn upsert_file(&self, batch: &Batch, existing: Option<i64>) -> Result<i64> {
+        let target = &batch.target;
+        let cursor = &batch.cursor;
+        let skip_reason = match &batch.status {
+            FileStatus::Skipped(reason) => Some(reason.as_str()),
+            _ => None,
+        };
+        let values = params![
+            target.path.to_string_lossy(),
+            target.root,
+            target.rel_path,
+            target.depth,
+            batch.status.name(),
+            skip_reason,
+            target.dev,
+            target.ino,
+            target.size as i64,
+            target.mtime_ns,
+            cursor.offset as i64,
+            cursor.line_count,
+            cursor.object_count,
+            cursor.tail_open,
+            cursor.last_entry_id,
+            batch.fingerprint.head_len as i64,
+            batch.fingerprint.head_hash,
+            batch.fingerprint.anchor_hash,
+            crate::ingest::PARSER_VERSION,
+        ];
+        let sql = "INSERT INTO files(path, root, rel_path, depth, status, skip_reason, dev, ino, size,
+                       mtime_ns, offset, line_count, object_count, tail_open, last_entry_id, head_len,
+                       head_hash, anchor_hash, parser_version, indexed_at)
+                   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                       ?18, ?19, strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                   ON CONFLICT(path) DO UPDATE SET root = excluded.root, rel_path = excluded.rel_path,
+                       depth = excluded.depth, status = excluded.status,
+                       skip_reason = excluded.skip_reason, dev = excluded.dev, ino = excluded.ino,
+                       size = excluded.size, mtime_ns = excluded.mtime_ns, offset = excluded.offset,
+                       line_count = excluded.line_count, object_count = excluded.object_count,
+                       tail_open = excluded.tail_open, last_entry_id = excluded.last_entry_id,
+                       head_len = excluded.head_len, head_hash = excluded.head_hash,
+                       anchor_hash = excluded.anchor_hash, parser_version = excluded.parser_version,
+                       indexed_at = excluded.indexed_at, deleted_at = NULL";
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.execute(values))
+            .map_err(self.err())?;
+        match existing {
+            Some(file_id) => Ok(file_id),
+            None => Ok(self.conn.last_insert_rowid()),
+        }
+    }
+
+    fn insert_session(&self, file_id: i64, batch: &Batch, header: &Header) -> Result<()> {
+        let path = batch.target.path.to_string_lossy();
+        let project_dir = batch
+            .target
+            .rel_path
+            .split('/')
+            .next()
+            .filter(|_| batch.target.depth >= 2);
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO sessions(file_id, session_id, file_path, cwd, project_dir, version,
+                     created_at, created_ms, parent_session, listed_by_pi, header_raw)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    file_id,
+                    header.session_id,
+                    path,
+                    header.cwd,
+                    project_dir,
+                    header.version,
+                    header.timestamp,
+                    header.created_ms,
+                    header.parent_session,
+                    batch.target.depth == 2,
+                    header.raw,
+                ])
+            })
+            .map_err(self.err())?;
+        // Link this session to its parent, and any children to it, whichever
+        // was indexed first.
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET parent_session_id =
+                     (SELECT p.session_id FROM sessions p WHERE p.file_path = sessions.parent_session)
+                 WHERE file_id = ?1 OR parent_session = ?2",
+            )
+            .and_then(|mut stmt| stmt.execute(params![file_id, path]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    fn update_session(&self, file_id: i64, batch: &Batch) -> Result<()> {
+        let mut messages = 0i64;
+        let mut first_user_text: Option<&str> = None;
+        let mut name: Option<Option<&str>> = None;
+        let mut activity: Option<i64> = None;
+        for entry in &batch.entries {
+            if let Some(message) = &entry.message {
+                messages += 1;
+                if matches!(message.role.as_str(), "user" | "assistant") {
+                    activity = activity.max(message.timestamp_ms.or(entry.timestamp_ms));
+                }
+            }
+            if let Some(text) = entry.user_text.as_deref()
+                && first_user_text.is_none()
+                && !text.trim().is_empty()
+            {
+                first_user_text = Some(text);
+            }
+            if let Some(new_name) = &entry.session_name {
+                let trimmed = new_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+                if trimmed.is_some() {
+                    name = Some(trimmed);
+                }
+            }
+        }
+        let leaf = batch.entries.last().map(|entry| entry.entry_id.as_str());
+        let mtime_ms = batch.target.mtime_ns / 1_000_000;
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET
+                     message_count = message_count + ?2,
+                     entry_count = ?3,
+                     first_message = coalesce(first_message, ?4),
+                     name = CASE WHEN ?5 THEN ?6 ELSE name END,
+                     activity_ms = CASE WHEN ?7 IS NULL THEN activity_ms
+                                        WHEN activity_ms IS NULL OR ?7 > activity_ms THEN ?7
+                                        ELSE activity_ms END,
+                     leaf_entry_id = coalesce(?8, leaf_entry_id)
+                 WHERE file_id = ?1",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    file_id,
+                    messages,
+                    batch.cursor.entry_count,
+                    first_user_text,
+                    name.is_some(),
+                    name.flatten(),
+                    activity,
+                    leaf,
+                ])
+            })
+            .map_err(self.err())?;
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET modified_ms = coalesce(activity_ms, created_ms, ?2) WHERE file_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![file_id, mtime_ms]))
+            .map_err(self.err())?;
+        // v1 compactions name their first kept entry by Pi's line index.
+        self.conn
+            .prepare_cached(
+                "UPDATE compactions SET first_kept_entry_id =
+                     (SELECT e.entry_id FROM entries e
+                       WHERE e.file_id = compactions.file_id AND e.pi_index = compactions.first_kept_entry_index)
+                 WHERE file_id = ?1 AND first_kept_entry_id IS NULL AND first_kept_entry_index IS NOT NULL",
+            )
+            .and_then(|mut stmt| stmt.execute([file_id]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    fn insert_entry(&self, file_id: i64, session_id: &str, entry: &Entry) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO entries(file_id, session_id, entry_id, parent_id, type, timestamp, timestamp_ms,
+                     line_no, byte_offset, byte_len, obj_in_line, pi_index, synthetic_id, glued, raw)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    file_id,
+                    session_id,
+                    entry.entry_id,
+                    entry.parent_id,
+                    entry.entry_type,
+                    entry.timestamp,
+                    entry.timestamp_ms,
+                    entry.line_no,
+                    entry.byte_offset,
+                    entry.byte_len,
+                    entry.obj_in_line,
+                    entry.pi_index,
+                    entry.synthetic_id,
+                    entry.glued,
+                    entry.raw,
+                ])
+            })
+            .map_err(self.err())?;
+        let rowid = self.conn.last_insert_rowid();
+        let key = EntryKey {
+            rowid,
+            file_id,
+            session_id,
+            entry,
+        };
+        self.insert_message(&key)?;
+        self.insert_blocks(&key)?;
+        self.insert_usage(&key)?;
+        self.insert_detail(&key)?;
+        self.insert_images(&key)?;
+        self.insert_texts(&key)?;
+        Ok(())
+    }
+
+    fn insert_message(&self, key: &EntryKey<'_>) -> Result<()> {
+        let Some(message) = &key.entry.message else {
+            return Ok(());
+        };
+        let usage = message.usage.as_ref();
+        self.conn
+            .prepare_cached(
+                "INSERT INTO message_meta(entry_rowid, file_id, session_id, entry_id, role, timestamp_ms,
+                     provider, model, api, stop_reason, error_message, response_id, input_tokens,
+                     output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
+                     tool_call_id, tool_name, is_error, exit_code, custom_type, text_len)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+                     ?19, ?20, ?21, ?22, ?23, ?24)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    key.rowid,
+                    key.file_id,
+                    key.session_id,
+                    key.entry.entry_id,
+                    message.role,
+                    message.timestamp_ms,
+                    message.provider,
+                    message.model,
+                    message.api,
+                    message.stop_reason,
+                    message.error_message,
+                    message.response_id,
+                    usage.map(|u| u.input),
+                    usage.map(|u| u.output),
+                    usage.map(|u| u.cache_read),
+                    usage.map(|u| u.cache_write),
+                    usage.map(|u| u.total),
+                    usage.and_then(|u| u.cost_total),
+                    message.tool_call_id,
+                    message.tool_name,
+                    message.is_error,
+                    message.exit_code,
+                    message.custom_type,
+                    message.text_len,
+                ])
+            })
+            .map_err(self.err())?;
+        if message.role == "toolResult"
+            && let Some(call_id) = &message.tool_call_id
+        {
+            self.conn
+                .prepare_cached(
+                    "UPDATE tool_call_meta SET result_entry_rowid = ?1, result_entry_id = ?2,
+                             result_timestamp_ms = ?3, is_error = ?4, result_len = ?5
+                         WHERE (entry_rowid, json_path) = (
+                             SELECT entry_rowid, json_path FROM tool_call_meta
+                              WHERE file_id = ?6 AND call_id = ?7 AND result_entry_rowid IS NULL
+                              ORDER BY entry_rowid, block_index LIMIT 1)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        key.rowid,
+                        key.entry.entry_id,
+                        message.timestamp_ms,
+                        message.is_error,
+                        message.text_len,
+                        key.file_id,
+                        call_id,
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    fn insert_blocks(&self, key: &EntryKey<'_>) -> Result<()> {
+        let timestamp_ms = key
+            .entry
+            .message
+            .as_ref()
+            .and_then(|message| message.timestamp_ms);
+        for block in &key.entry.blocks {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO content_blocks(entry_rowid, json_path, block_index, file_id, type,
+                         text_len, redacted, tool_call_id, image_hash)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        key.rowid,
+                        block.json_path,
+                        block.block_index,
+                        key.file_id,
+                        block.block_type,
+                        block.text_len,
+                        block.redacted,
+                        block.tool_call_id,
+                        block.image_hash,
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        for call in &key.entry.tool_calls {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO tool_call_meta(entry_rowid, json_path, block_index, file_id,
+                         session_id, entry_id, call_id, name, timestamp_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        key.rowid,
+                        call.json_path,
+                        call.block_index,
+                        key.file_id,
+                        key.session_id,
+                        key.entry.entry_id,
+                        call.call_id,
+                        call.name,
+                        timestamp_ms,
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    fn insert_usage(&self, key: &EntryKey<'_>) -> Result<()> {
+        let timestamp_ms = key
+            .entry
+            .message
+            .as_ref()
+            .and_then(|message| message.timestamp_ms)
+            .or(key.entry.timestamp_ms);
+        for record in &key.entry.usage {
+            let usage = &record.usage;
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO usage_records(entry_rowid, source, file_id, session_id, entry_id,
+                         timestamp_ms, provider, model, response_id, input_tokens, output_tokens,
+                         cache_read_tokens, cache_write_tokens, total_tokens, cost_input, cost_output,
+                         cost_cache_read, cost_cache_write, cost_total)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                         ?18, ?19)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        key.rowid,
+                        record.source,
+                        key.file_id,
+                        key.session_id,
+                        key.entry.entry_id,
+                        timestamp_ms,
+                        record.provider,
+                        record.model,
+                        record.response_id,
+                        usage.input,
+                        usage.output,
+                        usage.cache_read,
+                        usage.cache_write,
+                        usage.total,
+                        usage.cost_input,
+                        usage.cost_output,
+                        usage.cost_cache_read,
+                        usage.cost_cache_write,
+                        usage.cost_total,
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    fn insert_detail(&self, key: &EntryKey<'_>) -> Result<()> {
+        let (sql, extra): (&str, Vec<rusqlite::types::Value>) = match &key.entry.detail {
+            Detail::None => return Ok(()),
+            Detail::Compaction {
+                first_kept_entry_id,
+                first_kept_entry_index,
+                tokens_before,
+                from_hook,
+            } => (
+                "INSERT INTO compactions(entry_rowid, file_id, session_id, entry_id, first_kept_entry_id,
+                     first_kept_entry_index, tokens_before, from_hook) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                vec![
+                    first_kept_entry_id.clone().into(),
+                    (*first_kept_entry_index).into(),
+                    (*tokens_before).into(),
+                    from_hook.map(i64::from).into(),
+                ],
+            ),
+            Detail::BranchSummary { from_id, from_hook } => (
+                "INSERT INTO branch_summaries(entry_rowid, file_id, session_id, entry_id, from_id, from_hook)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                vec![from_id.clone().into(), from_hook.map(i64::from).into()],
+            ),
+            Detail::Label { target_id, label } => (
+                "INSERT INTO labels(entry_rowid, file_id, session_id, entry_id, target_id, label)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                vec![target_id.clone().into(), label.clone().into()],
+            ),
+            Detail::ModelChange {
+                kind,
+                provider,
+                model_id,
+                thinking_level,
+            } => (
+                "INSERT INTO model_changes(entry_rowid, file_id, session_id, entry_id, kind, provider,
+                     model_id, thinking_level) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                vec![
+                    kind.to_string().into(),
+                    provider.clone().into(),
+                    model_id.clone().into(),
+                    thinking_level.clone().into(),
+                ],
+            ),
+        };
+        let mut values: Vec<rusqlite::types::Value> = vec![
+            key.rowid.into(),
+            key.file_id.into(),
+            key.session_id.to_owned().into(),
+            key.entry.entry_id.clone().into(),
+        ];
+        values.extend(extra);
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(values)))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    fn insert_images(&self, key: &EntryKey<'_>) -> Result<()> {
+        for image in &key.entry.images {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO blobs(hash, encoding, data) VALUES (?1, ?2, ?3)",
+                )
+                .and_then(|mut stmt| stmt.execute(params![image.hash, image.encoding, image.bytes]))
+                .map_err(self.err())?;
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO images(entry_rowid, json_path, file_id, payload_key, mime_type,
+                         byte_len, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        key.rowid,
+                        image.json_path,
+                        key.file_id,
+                        image.key,
+                        image.mime_type,
+                        image.bytes.len() as i64,
+                        image.hash,
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    fn insert_texts(&self, key: &EntryKey<'_>) -> Result<()> {
+        for text in &key.entry.texts {
+            for &(start, len) in &text.spans {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO chunks(entry_rowid, file_id, json_path, start, len, field_len, kind, tool_name)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    )
+                    .and_then(|mut stmt| {
+                        stmt.execute(params![
+                            key.rowid,
+                            key.file_id,
+                            text.json_path,
+                            start as i64,
+                            len as i64,
+                            text.text.len() as i64,
+                            text.kind,
+                            text.tool_name,
+                        ])
+                    })
+                    .map_err(self.err())?;
+                let chunk_id = self.conn.last_insert_rowid();
+                let body = text.text.get(start..start + len).unwrap_or_default();
+                self.conn
+                    .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
+                    .and_then(|mut stmt| stmt.execute(params![chunk_id, body]))
+                    .map_err(self.err())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_error(&self, file_id: i64, path: &str, error: &LineError) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO parse_errors(file_id, file_path, line_no, byte_offset, byte_len, reason, excerpt)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    file_id,
+                    path,
+                    error.line_no,
+                    error.byte_offset,
+                    error.byte_len,
+                    error.reason,
+                    error.excerpt,
+                ])
+            })
+            .map_err(self.err())?;
+        Ok(())
+    }
+}
+
+struct EntryKey<'a> {
+    rowid: i64,
+    file_id: i64,
+    session_id: &'a str,
+    entry: &'a Entry,
+}

@@ -1,0 +1,344 @@
+//! `piidx sync`: discover → plan → read/parse/normalize in parallel → write.
+//!
+//! Planning needs only `stat`: a file whose identity, size and mtime match
+//! the database is not opened. Changed files are handed to rayon workers,
+//! which check the stored fingerprint, read only new bytes, and send bounded
+//! batches over a channel to the one writer (this thread). The writer commits
+//! every ~32 MB or second; each batch carries its file's cursor, so whatever
+//! is committed when the process dies is a consistent prefix.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::discover::{self, Discovery};
+use crate::ingest::{self, Batch, FileStatus, IngestOptions, PARSER_VERSION, Start, Target};
+use crate::read::Fingerprint;
+use crate::store::{FileState, Store, StoreError};
+
+/// Commit after this many input bytes…
+const COMMIT_BYTES: u64 = 32 << 20;
+/// …or after this long, whichever comes first.
+const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    pub roots: Vec<PathBuf>,
+    pub db: PathBuf,
+    /// Re-read every file from scratch.
+    pub full: bool,
+    /// Keep the rows of deleted files (marked `deleted`) instead of removing them.
+    pub keep_deleted: bool,
+    /// Remove rows kept for deleted files by earlier `--keep-deleted` runs.
+    pub prune: bool,
+    pub progress: bool,
+    /// How long to wait for another sync to finish.
+    pub lock_wait: Duration,
+    pub max_line_bytes: usize,
+}
+
+/// The summary `sync` prints.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct SyncReport {
+    pub files_seen: u64,
+    pub files_indexed: u64,
+    pub files_unchanged: u64,
+    pub files_removed: u64,
+    pub files_skipped: u64,
+    pub files_pending: u64,
+    pub entries_added: u64,
+    pub parse_errors: u64,
+    pub bytes_read: u64,
+    pub elapsed_ms: u64,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("another `piidx sync` holds {lock} (waited {waited:?}); try again later")]
+    Busy { lock: PathBuf, waited: Duration },
+    #[error("cannot lock {lock}: {source}")]
+    Lock {
+        lock: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("session root {root} does not exist; pass --root DIR or set PI_CODING_AGENT_DIR")]
+    RootMissing { root: PathBuf },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What to do with one discovered file.
+enum Job {
+    Read(Target, Start),
+    Unusable(Target, String),
+}
+
+pub fn run(options: &SyncOptions) -> Result<SyncReport, SyncError> {
+    let started = Instant::now();
+    let _lock = acquire_lock(&options.db, options.lock_wait)?;
+    for root in &options.roots {
+        if !root.is_dir() {
+            return Err(SyncError::RootMissing { root: root.clone() });
+        }
+    }
+    let store = Store::open_for_sync(&options.db)?;
+    let states = store.file_states()?;
+    let discovery = discover::discover(&options.roots);
+    let mut report = SyncReport {
+        files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
+        warnings: discovery.warnings.clone(),
+        ..SyncReport::default()
+    };
+    let plan = plan(options, &states, discovery, &mut report);
+
+    store.begin()?;
+    for file_id in &plan.removals {
+        store.remove_file(*file_id, options.keep_deleted)?;
+        report.files_removed += 1;
+    }
+    let progress = progress_bar(options.progress, plan.bytes_to_read);
+    let ingest_options = IngestOptions {
+        max_line_bytes: options.max_line_bytes,
+    };
+    let (sender, receiver) = sync_channel::<Batch>(4);
+    let stop = AtomicBool::new(false);
+    let written = std::thread::scope(|scope| {
+        let stop = &stop;
+        let jobs = plan.jobs;
+        scope.spawn(move || run_jobs(jobs, sender, ingest_options, stop));
+        let written = write_all(&store, receiver, &progress, &mut report);
+        if written.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        written
+    });
+    progress.finish_and_clear();
+    written?;
+    store.commit()?;
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+struct Plan {
+    jobs: Vec<Job>,
+    removals: Vec<i64>,
+    bytes_to_read: u64,
+}
+
+fn plan(
+    options: &SyncOptions,
+    states: &HashMap<PathBuf, FileState>,
+    discovery: Discovery,
+    report: &mut SyncReport,
+) -> Plan {
+    let mut jobs = Vec::new();
+    let mut bytes_to_read = 0;
+    let mut seen = HashSet::new();
+    for target in discovery.files {
+        seen.insert(target.path.clone());
+        let state = states.get(&target.path);
+        match start_for(options, state, &target) {
+            Some(start) => {
+                let from = match &start {
+                    Start::Resume(cursor, _) => cursor.offset,
+                    Start::Scratch => 0,
+                };
+                bytes_to_read += target.size.saturating_sub(from);
+                jobs.push(Job::Read(target, start));
+            }
+            None => report.files_unchanged += 1,
+        }
+    }
+    for unusable in discovery.unusable {
+        seen.insert(unusable.target.path.clone());
+        let state = states.get(&unusable.target.path);
+        if state
+            .is_some_and(|state| state.status == "skipped" && same_stat(state, &unusable.target))
+        {
+            report.files_unchanged += 1;
+        } else {
+            jobs.push(Job::Unusable(unusable.target, unusable.reason));
+        }
+    }
+    // Big files first, so one large file does not finish alone at the end.
+    jobs.sort_by_key(|job| match job {
+        Job::Read(target, _) => std::cmp::Reverse(target.size),
+        Job::Unusable(..) => std::cmp::Reverse(0),
+    });
+    let synced_roots: HashSet<String> = options
+        .roots
+        .iter()
+        .map(|root| root.to_string_lossy().into_owned())
+        .collect();
+    let mut removals: Vec<i64> = states
+        .values()
+        .filter(|state| synced_roots.contains(&state.root) && !seen.contains(&state.path))
+        .filter(|state| options.prune || state.status != "deleted")
+        .map(|state| state.file_id)
+        .collect();
+    removals.sort_unstable();
+    Plan {
+        jobs,
+        removals,
+        bytes_to_read,
+    }
+}
+
+/// `None` when the file is unchanged since the last sync.
+fn start_for(options: &SyncOptions, state: Option<&FileState>, target: &Target) -> Option<Start> {
+    let Some(state) = state else {
+        return Some(Start::Scratch);
+    };
+    let stale = options.full || state.parser_version != PARSER_VERSION || state.status == "deleted";
+    if stale {
+        return Some(Start::Scratch);
+    }
+    if same_stat(state, target) {
+        return None;
+    }
+    if state.status != "indexed" {
+        return Some(Start::Scratch);
+    }
+    Some(Start::Resume(state.cursor.clone(), state.fingerprint))
+}
+
+fn same_stat(state: &FileState, target: &Target) -> bool {
+    state.dev == target.dev
+        && state.ino == target.ino
+        && state.size == target.size
+        && state.mtime_ns == target.mtime_ns
+}
+
+/// Runs every job on the rayon pool, sending batches to the writer.
+fn run_jobs(jobs: Vec<Job>, sender: SyncSender<Batch>, options: IngestOptions, stop: &AtomicBool) {
+    jobs.into_par_iter().for_each_with(sender, |sender, job| {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut emit = |batch: Batch| sender.send(batch).is_ok();
+        match job {
+            Job::Read(target, start) => {
+                if let Err(err) = ingest::ingest(&target, start, options, &mut emit) {
+                    emit(unreadable(target, format!("cannot read: {}", err.source)));
+                }
+            }
+            Job::Unusable(target, reason) => {
+                emit(unreadable(target, reason));
+            }
+        }
+    });
+}
+
+/// A batch that records a file as skipped, dropping any rows it had.
+fn unreadable(target: Target, reason: String) -> Batch {
+    Batch {
+        target,
+        reset: true,
+        header: None,
+        entries: Vec::new(),
+        errors: Vec::new(),
+        cursor: ingest::Cursor::default(),
+        fingerprint: Fingerprint::default(),
+        status: FileStatus::Skipped(reason),
+        bytes: 0,
+        last: true,
+    }
+}
+
+fn write_all(
+    store: &Store,
+    receiver: Receiver<Batch>,
+    progress: &ProgressBar,
+    report: &mut SyncReport,
+) -> Result<(), StoreError> {
+    let mut since_commit = 0u64;
+    let mut last_commit = Instant::now();
+    let mut counted: HashSet<PathBuf> = HashSet::new();
+    for batch in receiver {
+        let stats = store.apply(&batch)?;
+        report.entries_added += stats.entries;
+        report.parse_errors += stats.errors;
+        report.bytes_read += batch.bytes;
+        progress.inc(batch.bytes);
+        if counted.insert(batch.target.path.clone()) {
+            progress.set_message(format!("{} files", counted.len()));
+        }
+        if batch.last {
+            match &batch.status {
+                FileStatus::Skipped(_) => report.files_skipped += 1,
+                FileStatus::Pending => report.files_pending += 1,
+                FileStatus::Indexed => report.files_indexed += 1,
+            }
+        }
+        since_commit += batch.bytes + 1;
+        if since_commit >= COMMIT_BYTES || last_commit.elapsed() >= COMMIT_INTERVAL {
+            store.commit()?;
+            store.begin()?;
+            since_commit = 0;
+            last_commit = Instant::now();
+        }
+    }
+    Ok(())
+}
+
+fn progress_bar(enabled: bool, total: u64) -> ProgressBar {
+    if !enabled || total == 0 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}) {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Holds `<db>.lock` for the whole sync: the kernel drops it if we die.
+struct SyncLock {
+    _file: File,
+}
+
+fn acquire_lock(db: &Path, wait: Duration) -> Result<SyncLock, SyncError> {
+    let mut lock = db.as_os_str().to_owned();
+    lock.push(".lock");
+    let lock = PathBuf::from(lock);
+    if let Some(dir) = lock.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| SyncError::Lock {
+            lock: lock.clone(),
+            source,
+        })?;
+    }
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(|source| SyncError::Lock {
+            lock: lock.clone(),
+            source,
+        })?;
+    let started = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(SyncLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SyncError::Busy { lock, waited: wait });
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(SyncError::Lock { lock, source });
+            }
+        }
+    }
+}

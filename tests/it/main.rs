@@ -1,0 +1,9 @@
+//! Integration tests: they run the real `piidx` binary on fixture trees.
+//!
+//! One binary for all of them (see Cargo.toml). Each module covers one
+//! command or one property; `util` holds the shared `Env`.
+
+mod util;
+
+// `sync` on the committed fixture trees: every line accounted for, rows as expected.
+mod sync;
