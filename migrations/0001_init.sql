@@ -32,6 +32,7 @@ CREATE TABLE files(
   ino            INTEGER,
   size           INTEGER NOT NULL DEFAULT 0,
   mtime_ns       INTEGER,
+  seen_ns        INTEGER,
   offset         INTEGER NOT NULL DEFAULT 0,
   line_count     INTEGER NOT NULL DEFAULT 0,
   object_count   INTEGER NOT NULL DEFAULT 0,

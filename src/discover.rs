@@ -82,6 +82,7 @@ fn walk_root(root: &Path, found: &mut Discovery) {
             ino: 0,
             size: 0,
             mtime_ns: 0,
+            seen_ns: 0,
         };
         let metadata = match entry.metadata() {
             Ok(metadata) => metadata,
@@ -117,13 +118,9 @@ fn fill_stat(target: &mut Target, metadata: &std::fs::Metadata) {
     target.ino = metadata.ino() as i64;
     target.size = metadata.len();
     target.mtime_ns = metadata.mtime() * 1_000_000_000 + metadata.mtime_nsec();
-}
-
-/// Re-reads size and times of one file (after it was read).
-pub fn restat(target: &mut Target) -> std::io::Result<()> {
-    let metadata = std::fs::metadata(&target.path)?;
-    fill_stat(target, &metadata);
-    Ok(())
+    target.seen_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as i64);
 }
 
 fn describe_walk_error(err: &walkdir::Error) -> String {

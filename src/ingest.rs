@@ -56,6 +56,9 @@ pub struct Target {
     pub ino: i64,
     pub size: u64,
     pub mtime_ns: i64,
+    /// Wall-clock time of the `stat` (Unix ns): a file modified shortly
+    /// before it was seen may change again within the same mtime tick.
+    pub seen_ns: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]

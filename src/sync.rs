@@ -23,6 +23,12 @@ use crate::ingest::{self, Batch, FileStatus, IngestOptions, PARSER_VERSION, Star
 use crate::read::Fingerprint;
 use crate::store::{FileState, Store, StoreError};
 
+/// A file modified less than this long before it was last seen is checked
+/// again (by fingerprint) even if its stat is unchanged: filesystems with
+/// coarse mtimes let a same-size rewrite keep the same mtime ("racy clean",
+/// as git calls it).
+const RACY_NS: i64 = 2_000_000_000;
+
 /// Commit after this many input bytes…
 const COMMIT_BYTES: u64 = 32 << 20;
 /// …or after this long, whichever comes first.
@@ -201,7 +207,7 @@ fn start_for(options: &SyncOptions, state: Option<&FileState>, target: &Target) 
     if stale {
         return Some(Start::Scratch);
     }
-    if same_stat(state, target) {
+    if same_stat(state, target) && state.mtime_ns + RACY_NS < state.seen_ns {
         return None;
     }
     if state.status != "indexed" {
@@ -262,6 +268,9 @@ fn write_all(
     let mut since_commit = 0u64;
     let mut last_commit = Instant::now();
     let mut counted: HashSet<PathBuf> = HashSet::new();
+    // Files whose rows changed this run; a re-check that found nothing new
+    // (a "racy" file) counts as unchanged.
+    let mut touched: HashSet<PathBuf> = HashSet::new();
     for batch in receiver {
         let stats = store.apply(&batch)?;
         report.entries_added += stats.entries;
@@ -271,11 +280,17 @@ fn write_all(
         if counted.insert(batch.target.path.clone()) {
             progress.set_message(format!("{} files", counted.len()));
         }
+        if batch.reset || batch.bytes > 0 {
+            touched.insert(batch.target.path.clone());
+        }
         if batch.last {
             match &batch.status {
                 FileStatus::Skipped(_) => report.files_skipped += 1,
                 FileStatus::Pending => report.files_pending += 1,
-                FileStatus::Indexed => report.files_indexed += 1,
+                FileStatus::Indexed if touched.contains(&batch.target.path) => {
+                    report.files_indexed += 1
+                }
+                FileStatus::Indexed => report.files_unchanged += 1,
             }
         }
         since_commit += batch.bytes + 1;

@@ -20,6 +20,7 @@ pub struct FileState {
     pub ino: i64,
     pub size: u64,
     pub mtime_ns: i64,
+    pub seen_ns: i64,
     pub parser_version: i64,
     pub cursor: Cursor,
     pub fingerprint: Fingerprint,
@@ -34,7 +35,7 @@ impl Store {
                 "SELECT f.file_id, f.path, f.root, f.status, f.dev, f.ino, f.size, f.mtime_ns,
                         f.parser_version, f.offset, f.line_count, f.object_count, f.tail_open,
                         f.last_entry_id, f.head_len, f.head_hash, f.anchor_hash,
-                        s.session_id, s.version, s.entry_count
+                        s.session_id, s.version, s.entry_count, f.seen_ns
                  FROM files f LEFT JOIN sessions s ON s.file_id = f.file_id",
             )
             .map_err(self.err())?;
@@ -60,6 +61,7 @@ fn file_state(row: &Row<'_>) -> rusqlite::Result<FileState> {
         ino: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
         size: row.get::<_, i64>(6)?.max(0) as u64,
         mtime_ns: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
+        seen_ns: row.get::<_, Option<i64>>(20)?.unwrap_or(0),
         parser_version: row.get(8)?,
         cursor: Cursor {
             offset: row.get::<_, i64>(9)?.max(0) as u64,

@@ -160,12 +160,13 @@ impl Store {
             batch.fingerprint.head_hash,
             batch.fingerprint.anchor_hash,
             crate::ingest::PARSER_VERSION,
+            target.seen_ns,
         ];
         let sql = "INSERT INTO files(path, root, rel_path, depth, status, skip_reason, dev, ino, size,
                        mtime_ns, offset, line_count, object_count, tail_open, last_entry_id, head_len,
-                       head_hash, anchor_hash, parser_version, indexed_at)
+                       head_hash, anchor_hash, parser_version, seen_ns, indexed_at)
                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                       ?18, ?19, strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                       ?18, ?19, ?20, strftime('%Y-%m-%dT%H:%M:%fZ','now'))
                    ON CONFLICT(path) DO UPDATE SET root = excluded.root, rel_path = excluded.rel_path,
                        depth = excluded.depth, status = excluded.status,
                        skip_reason = excluded.skip_reason, dev = excluded.dev, ino = excluded.ino,
@@ -174,7 +175,7 @@ impl Store {
                        tail_open = excluded.tail_open, last_entry_id = excluded.last_entry_id,
                        head_len = excluded.head_len, head_hash = excluded.head_hash,
                        anchor_hash = excluded.anchor_hash, parser_version = excluded.parser_version,
-                       indexed_at = excluded.indexed_at, deleted_at = NULL";
+                       seen_ns = excluded.seen_ns, indexed_at = excluded.indexed_at, deleted_at = NULL";
         self.conn
             .prepare_cached(sql)
             .and_then(|mut stmt| stmt.execute(values))

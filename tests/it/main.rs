@@ -7,3 +7,7 @@ mod util;
 
 // `sync` on the committed fixture trees: every line accounted for, rows as expected.
 mod sync;
+// Incremental sync equals a fresh sync, whatever happened between runs.
+mod incremental;
+// kill -9 mid-sync, concurrent syncs, readers during a sync.
+mod crash;

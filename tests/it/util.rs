@@ -75,7 +75,11 @@ impl Env {
     pub fn count(&self, query: &str) -> i64 {
         let rows = self.sql(query);
         let first = rows.first().and_then(Value::as_object).expect("one row");
-        first.values().next().and_then(Value::as_i64).expect("an integer")
+        first
+            .values()
+            .next()
+            .and_then(Value::as_i64)
+            .expect("an integer")
     }
 }
 
@@ -115,4 +119,71 @@ pub fn non_blank_lines(path: &Path) -> Vec<RawLine> {
         offset += line.len() as i64 + 1;
     }
     lines
+}
+
+/// Every table of a piidx database as sorted text rows, with surrogate keys
+/// (file_id, entry rowids, chunk ids) replaced by what they stand for and
+/// run-dependent columns (indexed_at, deleted_at) left out. Two databases
+/// with equal dumps hold the same index.
+pub fn canonical_dump(db: &Path) -> Vec<String> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open db");
+    let mut tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+             AND name NOT LIKE 'fts%' AND name NOT LIKE '%fts_%' AND sql NOT LIKE 'CREATE VIRTUAL%'",
+        )
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+        .expect("list tables");
+    tables.sort();
+    let mut dump = Vec::new();
+    for table in tables {
+        let columns: Vec<String> = conn
+            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+            .expect("columns");
+        let select: Vec<String> = columns
+            .iter()
+            .filter(|c| {
+                !matches!(
+                    c.as_str(),
+                    "indexed_at" | "deleted_at" | "seen_ns" | "chunk_id" | "run_rowid"
+                )
+            })
+            .map(|c| match c.as_str() {
+                "file_id" | "child_file_id" => {
+                    format!("(SELECT path FROM files f WHERE f.file_id = t.{c})")
+                }
+                c if c.ends_with("entry_rowid") => format!(
+                    "(SELECT f.path || ':' || e.byte_offset || ':' || e.obj_in_line FROM entries e
+                      JOIN files f ON f.file_id = e.file_id WHERE e.entry_rowid = t.{c})"
+                ),
+                c => format!("t.{c}"),
+            })
+            .collect();
+        let sql = format!("SELECT {} FROM {table} t", select.join(", "));
+        let mut stmt = conn.prepare(&sql).expect("dump query");
+        let count = stmt.column_count();
+        let mut rows: Vec<String> = stmt
+            .query_map([], |row| {
+                let mut cells = Vec::with_capacity(count);
+                for index in 0..count {
+                    cells.push(format!("{:?}", row.get_ref(index)?));
+                }
+                Ok(format!("{table}|{}", cells.join("|")))
+            })
+            .and_then(|rows| rows.collect())
+            .expect("dump rows");
+        rows.sort();
+        dump.extend(rows);
+    }
+    dump
+}
+
+/// Runs FTS5's own integrity check (needs a writable connection).
+pub fn fts_integrity(db: &Path) {
+    let conn = rusqlite::Connection::open(db).expect("open db");
+    conn.execute("INSERT INTO fts(fts) VALUES('integrity-check')", [])
+        .expect("FTS index matches its content");
 }

@@ -1,0 +1,369 @@
+//! The incremental invariant: whatever happens to the files between syncs,
+//! the database ends equal to one fresh sync of the final tree.
+
+use std::collections::HashMap;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use crate::util::{Env, canonical_dump, fts_integrity};
+
+/// What can happen to a sessions tree between two syncs.
+#[derive(Debug, Clone)]
+enum Op {
+    Add {
+        file: u8,
+        entries: u8,
+    },
+    Append {
+        file: u8,
+        entries: u8,
+    },
+    /// Writes the first part of a new line, as Pi does mid-`write`.
+    AppendPartial {
+        file: u8,
+        cut: u8,
+    },
+    /// Finishes the partial line with its rest and `\n`.
+    Complete {
+        file: u8,
+    },
+    /// Rewrites the whole file with new entry ids (Pi's migration on open).
+    Rewrite {
+        file: u8,
+    },
+    /// Cuts the file to `keep` lines, or into the middle of the next line.
+    Truncate {
+        file: u8,
+        keep: u8,
+        mid_line: bool,
+    },
+    Delete {
+        file: u8,
+    },
+    /// A new file copying another's entries, with `parentSession`.
+    Fork {
+        from: u8,
+        into: u8,
+    },
+    Garbage {
+        file: u8,
+    },
+    Glued {
+        file: u8,
+    },
+    Sync,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let file = 0u8..4;
+    prop_oneof![
+        (file.clone(), 1u8..6).prop_map(|(file, entries)| Op::Add { file, entries }),
+        (file.clone(), 1u8..4).prop_map(|(file, entries)| Op::Append { file, entries }),
+        (file.clone(), any::<u8>()).prop_map(|(file, cut)| Op::AppendPartial { file, cut }),
+        file.clone().prop_map(|file| Op::Complete { file }),
+        file.clone().prop_map(|file| Op::Rewrite { file }),
+        (file.clone(), 0u8..6, any::<bool>()).prop_map(|(file, keep, mid_line)| Op::Truncate {
+            file,
+            keep,
+            mid_line
+        }),
+        file.clone().prop_map(|file| Op::Delete { file }),
+        (file.clone(), file.clone()).prop_map(|(from, into)| Op::Fork { from, into }),
+        file.clone().prop_map(|file| Op::Garbage { file }),
+        file.clone().prop_map(|file| Op::Glued { file }),
+        Just(Op::Sync),
+        Just(Op::Sync),
+        Just(Op::Sync),
+    ]
+}
+
+/// The test's own knowledge of each file: enough to write valid lines.
+#[derive(Default)]
+struct Tree {
+    next_id: u64,
+    last_id: HashMap<u8, String>,
+    partial_rest: HashMap<u8, String>,
+}
+
+impl Tree {
+    fn path(root: &Path, file: u8) -> PathBuf {
+        root.join(format!("--home-user-p{}--", file % 2))
+            .join(format!(
+                "2026-01-0{}T00-00-00-000Z_s{file}.jsonl",
+                file % 9 + 1
+            ))
+    }
+
+    fn entry(&mut self, file: u8, salt: u64) -> String {
+        self.next_id += 1;
+        let id = format!("{:08x}", self.next_id.wrapping_mul(2_654_435_761) ^ salt);
+        let parent = self
+            .last_id
+            .insert(file, id.clone())
+            .map_or("null".to_owned(), |parent| format!("\"{parent}\""));
+        let n = self.next_id;
+        let ts = format!(
+            "2026-01-{:02}T{:02}:{:02}:00.000Z",
+            n % 28 + 1,
+            n % 24,
+            n % 60
+        );
+        match n % 4 {
+            0 => format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"user","content":"word{n} about src/lib.rs","timestamp":{ms}}}}}"#,
+                ms = 1_767_225_600_000 + n * 1000
+            ),
+            1 => format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"think{n}"}},{{"type":"text","text":"reply{n}"}},{{"type":"toolCall","id":"call{n}","name":"bash","arguments":{{"command":"ls {n}"}}}}],"provider":"p","model":"m{m}","usage":{{"input":{n},"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":{t},"cost":{{"total":0.25}}}},"stopReason":"toolUse","timestamp":{ms}}}}}"#,
+                m = n % 3,
+                t = n + 2,
+                ms = 1_767_225_600_000 + n * 1000
+            ),
+            2 => format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"toolResult","toolCallId":"call{p}","toolName":"bash","content":[{{"type":"text","text":"out{n}"}},{{"type":"image","data":"aGVsbG8{n}","mimeType":"image/png"}}],"isError":false,"timestamp":{ms}}}}}"#,
+                p = n - 1,
+                ms = 1_767_225_600_000 + n * 1000
+            ),
+            _ => format!(
+                r#"{{"type":"session_info","id":"{id}","parentId":{parent},"timestamp":"{ts}","name":"name{n}"}}"#
+            ),
+        }
+    }
+
+    fn header(file: u8, salt: u64, parent: Option<&Path>) -> String {
+        let parent = parent.map_or(String::new(), |path| {
+            format!(r#","parentSession":"{}""#, path.display())
+        });
+        format!(
+            r#"{{"type":"session","version":3,"id":"sess-{file}-{salt}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/p{}"{parent}}}"#,
+            file % 2
+        )
+    }
+
+    fn apply(&mut self, root: &Path, op: &Op, env: &Env) {
+        match *op {
+            Op::Add { file, entries } => {
+                let path = Self::path(root, file);
+                if path.exists() {
+                    return;
+                }
+                self.last_id.remove(&file);
+                self.partial_rest.remove(&file);
+                let mut text = Self::header(file, self.next_id, None) + "\n";
+                for _ in 0..entries {
+                    text += &(self.entry(file, 0) + "\n");
+                }
+                write_new(&path, &text);
+            }
+            Op::Append { file, entries } => {
+                let mut text = String::new();
+                for _ in 0..entries {
+                    text += &(self.entry(file, 0) + "\n");
+                }
+                append(&Self::path(root, file), &text);
+            }
+            Op::AppendPartial { file, cut } => {
+                if self.partial_rest.contains_key(&file) {
+                    return;
+                }
+                let line = self.entry(file, 0);
+                let at = (cut as usize % (line.len() - 1)) + 1;
+                if append(&Self::path(root, file), &line[..at]) {
+                    self.partial_rest.insert(file, line[at..].to_owned() + "\n");
+                }
+            }
+            Op::Complete { file } => {
+                if let Some(rest) = self.partial_rest.remove(&file) {
+                    append(&Self::path(root, file), &rest);
+                }
+            }
+            Op::Rewrite { file } => {
+                let path = Self::path(root, file);
+                let Ok(old) = fs::read_to_string(&path) else {
+                    return;
+                };
+                let count = old.lines().count().saturating_sub(1);
+                self.last_id.remove(&file);
+                self.partial_rest.remove(&file);
+                let mut text = Self::header(file, 7, None) + "\n";
+                for _ in 0..count {
+                    text += &(self.entry(file, 0xabcd) + "\n");
+                }
+                fs::write(&path, text).expect("rewrite");
+            }
+            Op::Truncate {
+                file,
+                keep,
+                mid_line,
+            } => {
+                let path = Self::path(root, file);
+                let Ok(old) = fs::read(&path) else { return };
+                let mut end = 0;
+                for (index, byte) in old.iter().enumerate() {
+                    if *byte == b'\n' {
+                        if keep as usize == 0 {
+                            break;
+                        }
+                        end = index + 1;
+                        if old[..=index].iter().filter(|b| **b == b'\n').count()
+                            == keep as usize + 1
+                        {
+                            break;
+                        }
+                    }
+                }
+                if mid_line && end + 5 < old.len() {
+                    end += 5;
+                }
+                fs::write(&path, &old[..end]).expect("truncate");
+                self.partial_rest.remove(&file);
+                self.last_id.remove(&file);
+            }
+            Op::Delete { file } => {
+                let _ = fs::remove_file(Self::path(root, file));
+                self.partial_rest.remove(&file);
+                self.last_id.remove(&file);
+            }
+            Op::Fork { from, into } => {
+                let source = Self::path(root, from);
+                let target = Self::path(root, into);
+                if from == into || target.exists() {
+                    return;
+                }
+                let Ok(old) = fs::read_to_string(&source) else {
+                    return;
+                };
+                let body: Vec<&str> = old.lines().skip(1).collect();
+                let mut text = Self::header(into, 99, Some(&source)) + "\n";
+                for line in body {
+                    text += line;
+                    text += "\n";
+                }
+                write_new(&target, &text);
+                self.last_id.remove(&into);
+                self.partial_rest.remove(&into);
+            }
+            Op::Garbage { file } => {
+                append(&Self::path(root, file), "{\"type\": not json\n");
+            }
+            Op::Glued { file } => {
+                let first = self.entry(file, 1);
+                let second = self.entry(file, 2);
+                append(&Self::path(root, file), &format!("{first}{second}\n"));
+            }
+            Op::Sync => {
+                env.sync();
+            }
+        }
+    }
+}
+
+fn write_new(path: &Path, text: &str) {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    fs::write(path, text).expect("write");
+}
+
+/// Appends to an existing file; false if it does not exist.
+fn append(path: &Path, text: &str) -> bool {
+    match OpenOptions::new().append(true).open(path) {
+        Ok(mut file) => {
+            file.write_all(text.as_bytes()).expect("append");
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+fn check(ops: &[Op]) {
+    let env = Env::new();
+    let mut tree = Tree::default();
+    for op in ops {
+        tree.apply(&env.root, op, &env);
+    }
+    env.sync();
+    let fresh = Env::new();
+    let fresh_db = fresh.db.clone();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "fresh sync failed"
+    );
+    fts_integrity(&env.db);
+    let incremental = canonical_dump(&env.db);
+    let expected = canonical_dump(&fresh_db);
+    if incremental != expected {
+        let only_inc: Vec<_> = incremental
+            .iter()
+            .filter(|r| !expected.contains(r))
+            .take(8)
+            .collect();
+        let only_fresh: Vec<_> = expected
+            .iter()
+            .filter(|r| !incremental.contains(r))
+            .take(8)
+            .collect();
+        panic!(
+            "incremental != fresh\nonly incremental: {only_inc:#?}\nonly fresh: {only_fresh:#?}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24),
+        max_shrink_iters: 64,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn any_history_synced_at_any_points_equals_a_fresh_sync(ops in prop::collection::vec(op(), 1..14)) {
+        check(&ops);
+    }
+}
+
+/// The cases that matter most, always run.
+#[test]
+fn torn_tail_then_completion_is_indexed_once() {
+    check(&[
+        Op::Add {
+            file: 0,
+            entries: 2,
+        },
+        Op::Sync,
+        Op::AppendPartial { file: 0, cut: 40 },
+        Op::Sync,
+        Op::Complete { file: 0 },
+        Op::Sync,
+        Op::Append {
+            file: 0,
+            entries: 1,
+        },
+    ]);
+}
+
+#[test]
+fn rewrite_with_new_ids_replaces_rows() {
+    check(&[
+        Op::Add {
+            file: 1,
+            entries: 4,
+        },
+        Op::Sync,
+        Op::Rewrite { file: 1 },
+        Op::Sync,
+        Op::Truncate {
+            file: 1,
+            keep: 2,
+            mid_line: true,
+        },
+        Op::Sync,
+        Op::Fork { from: 1, into: 2 },
+        Op::Delete { file: 1 },
+    ]);
+}
