@@ -11,3 +11,7 @@ mod sync;
 mod incremental;
 // kill -9 mid-sync, concurrent syncs, readers during a sync.
 mod crash;
+// Rows against counts computed independently from the fixture files.
+mod fixtures;
+// `piidx sql`, output formats, and opening databases that are not ours.
+mod sql;

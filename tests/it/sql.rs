@@ -1,0 +1,96 @@
+//! `piidx sql` and how the database is opened: read-only, three output
+//! formats, and clear errors for databases that are missing, foreign or newer.
+
+use crate::util::Env;
+
+#[test]
+fn write_statements_are_refused_and_change_nothing() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let before = env.count("SELECT count(*) FROM entries");
+    for statement in [
+        "DELETE FROM entries",
+        "DROP TABLE files",
+        "UPDATE sessions SET name = 'x'",
+    ] {
+        let out = env.run(&["sql", statement]);
+        assert_eq!(out.status.code(), Some(2), "{statement}");
+        let message = String::from_utf8_lossy(&out.stderr);
+        assert!(message.contains("only reads"), "{message}");
+    }
+    assert_eq!(env.count("SELECT count(*) FROM entries"), before);
+}
+
+#[test]
+fn table_json_and_csv_show_the_same_rows() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let query = "SELECT session_id, message_count FROM sessions ORDER BY session_id";
+    let json = env.sql(query);
+    assert_eq!(json.len(), 4);
+    let csv = env.run(&["sql", query, "--csv"]);
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "session_id,message_count");
+    assert_eq!(lines.len(), 5);
+    for (line, row) in lines[1..].iter().zip(&json) {
+        assert_eq!(
+            *line,
+            format!(
+                "{},{}",
+                row["session_id"].as_str().unwrap_or(""),
+                row["message_count"]
+            )
+        );
+    }
+    let table = env.run(&["sql", query]);
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(table.starts_with("session_id"));
+    assert_eq!(table.lines().count(), 6);
+}
+
+#[test]
+fn missing_foreign_and_newer_databases_get_clear_errors() {
+    let env = Env::new();
+    let out = env.run(&["sql", "SELECT 1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `piidx sync` first"));
+
+    let conn = rusqlite::Connection::open(&env.db).expect("create");
+    conn.execute_batch("CREATE TABLE notes(x); INSERT INTO notes VALUES (1);")
+        .expect("foreign");
+    drop(conn);
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--root", &root]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a piidx database"));
+    let conn = rusqlite::Connection::open(&env.db).expect("reopen");
+    let kept: i64 = conn
+        .query_row("SELECT x FROM notes", [], |row| row.get(0))
+        .expect("intact");
+    assert_eq!(kept, 1);
+    drop(conn);
+
+    std::fs::remove_file(&env.db).expect("rm");
+    env.sync();
+    let conn = rusqlite::Connection::open(&env.db).expect("reopen");
+    conn.execute_batch("PRAGMA user_version = 999")
+        .expect("bump");
+    drop(conn);
+    let out = env.run(&["sync", "--root", &root]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("newer piidx"));
+}
+
+#[test]
+fn a_missing_root_is_a_clear_fatal_error() {
+    let env = Env::new();
+    let missing = env.dir.path().join("nope");
+    let out = env.run(&["sync", "--root", &missing.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        message.contains("does not exist") && message.contains("nope"),
+        "{message}"
+    );
+}
