@@ -1224,8 +1224,10 @@ fn main() -> std::io::Result<()> {
     // previous session (for forks): (abs path, bytes after header, last entry id, msg ids, model)
     let mut prev: Option<(String, Vec<u8>, Option<u32>, Vec<u32>, Vec<u32>, usize, u64)> = None;
 
-    while g.stats.bytes < size && sessions.is_none_or(|n| g.stats.files < n) {
-        let remaining = size - g.stats.bytes;
+    // With --sessions N exactly N files are written (sizes steer towards --size); otherwise
+    // sessions are generated until --size bytes are reached.
+    while match sessions { Some(n) => g.stats.files < n, None => g.stats.bytes < size } {
+        let remaining = size.saturating_sub(g.stats.bytes).max(16 << 10);
         let (target_entries, budget) = match sessions {
             Some(n) => {
                 let left = (n - g.stats.files).max(1);
@@ -1259,7 +1261,8 @@ fn main() -> std::io::Result<()> {
             s.msg_ids = pmsg;
             s.model = pmodel;
             let extra = g.rng.range(5, 60);
-            let cap = s.buf.len() as u64 + budget.min(remaining);
+            // a fork is the copied body plus a few turns; in --sessions mode it counts against the budget
+            let cap = if sessions.is_some() { budget.max(s.buf.len() as u64 + (16 << 10)) } else { s.buf.len() as u64 + remaining };
             g.body(&mut s, extra, cap);
             g.stats.forks += 1;
         } else {
