@@ -68,6 +68,8 @@ CREATE TABLE sessions(
   header_raw        TEXT NOT NULL
 );
 CREATE INDEX sessions_session_id ON sessions(session_id);
+CREATE INDEX sessions_file_path ON sessions(file_path);
+CREATE INDEX sessions_parent ON sessions(parent_session);
 CREATE INDEX sessions_modified ON sessions(modified_ms);
 
 CREATE TABLE entries(
@@ -90,7 +92,6 @@ CREATE TABLE entries(
   UNIQUE(file_id, byte_offset, obj_in_line)
 );
 CREATE INDEX entries_file_entry ON entries(file_id, entry_id);
-CREATE INDEX entries_session ON entries(session_id);
 CREATE INDEX entries_file_pi_index ON entries(file_id, pi_index);
 
 CREATE TABLE message_meta(

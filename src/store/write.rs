@@ -390,14 +390,27 @@ impl Store {
         if message.role == "toolResult"
             && let Some(call_id) = &message.tool_call_id
         {
+            // The first earlier call with this id that has no result yet.
+            let call: Option<(i64, String)> = self
+                .conn
+                .prepare_cached(
+                    "SELECT entry_rowid, json_path FROM tool_call_meta
+                     WHERE file_id = ?1 AND call_id = ?2 AND result_entry_rowid IS NULL
+                     ORDER BY entry_rowid, block_index LIMIT 1",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![key.file_id, call_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                        .optional()
+                })
+                .map_err(self.err())?;
+            let Some((call_rowid, call_path)) = call else {
+                return Ok(());
+            };
             self.conn
                 .prepare_cached(
                     "UPDATE tool_call_meta SET result_entry_rowid = ?1, result_entry_id = ?2,
-                             result_timestamp_ms = ?3, is_error = ?4, result_len = ?5
-                         WHERE (entry_rowid, json_path) = (
-                             SELECT entry_rowid, json_path FROM tool_call_meta
-                              WHERE file_id = ?6 AND call_id = ?7 AND result_entry_rowid IS NULL
-                              ORDER BY entry_rowid, block_index LIMIT 1)",
+                         result_timestamp_ms = ?3, is_error = ?4, result_len = ?5
+                     WHERE entry_rowid = ?6 AND json_path = ?7",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute(params![
@@ -406,8 +419,8 @@ impl Store {
                         message.timestamp_ms,
                         message.is_error,
                         message.text_len,
-                        key.file_id,
-                        call_id,
+                        call_rowid,
+                        call_path,
                     ])
                 })
                 .map_err(self.err())?;
