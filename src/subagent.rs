@@ -140,10 +140,12 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
     let progress_int = |key: &str| progress.and_then(|p| p.get(key)).and_then(as_int);
     let artifacts = result.get("artifactPaths");
     let artifact = |key: &str| artifacts.and_then(|a| str_field(a, key));
-    let cost = usage.and_then(|u| u.get("cost")).and_then(|cost| match cost {
-        Value::Object(map) => map.get("total").and_then(Value::as_f64),
-        other => other.as_f64(),
-    });
+    let cost = usage
+        .and_then(|u| u.get("cost"))
+        .and_then(|cost| match cost {
+            Value::Object(map) => map.get("total").and_then(Value::as_f64),
+            other => other.as_f64(),
+        });
     let exit_code = result.get("exitCode").and_then(as_int);
     let stop_reason = str_field(result, "stopReason");
     let error = str_field(result, "error").or_else(|| str_field(result, "errorMessage"));
@@ -168,7 +170,8 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
         context_tokens: usage_int("contextTokens"),
         tool_count: progress_int("toolCount"),
         progress_tokens: progress_int("tokens"),
-        duration_ms: progress_int("durationMs").or_else(|| result.get("durationMs").and_then(as_int)),
+        duration_ms: progress_int("durationMs")
+            .or_else(|| result.get("durationMs").and_then(as_int)),
         session_file: str_field(result, "sessionFile"),
         artifact_input_path: artifact("inputPath"),
         artifact_output_path: artifact("outputPath"),
@@ -311,12 +314,22 @@ mod tests {
         assert_eq!(runs[1].cost, Some(0.25));
         assert_eq!(runs[1].tool_count, Some(3));
         assert_eq!(runs[1].duration_ms, Some(99));
-        assert_eq!(runs[1].artifact_base.as_deref(), Some("abcd1234_re_viewer_1"));
-        let paths: Vec<_> = entry.texts.iter().map(|t| (t.json_path.as_str(), t.kind)).collect();
+        assert_eq!(
+            runs[1].artifact_base.as_deref(),
+            Some("abcd1234_re_viewer_1")
+        );
+        let paths: Vec<_> = entry
+            .texts
+            .iter()
+            .map(|t| (t.json_path.as_str(), t.kind))
+            .collect();
         assert_eq!(
             paths,
             [
-                ("$.message.details.results[0].messages[0].content[0].text", "user"),
+                (
+                    "$.message.details.results[0].messages[0].content[0].text",
+                    "user"
+                ),
                 (
                     "$.message.details.results[0].messages[1].content[0].arguments.command",
                     "tool_call"
@@ -328,7 +341,10 @@ mod tests {
     #[test]
     fn other_tools_need_the_shape() {
         assert!(!is_subagent_result(Some("bash"), &json!({"results":[1]})));
-        assert!(is_subagent_result(Some("delegate"), &json!({"results":[{"agent":"a"}]})));
+        assert!(is_subagent_result(
+            Some("delegate"),
+            &json!({"results":[{"agent":"a"}]})
+        ));
         assert!(is_subagent_result(Some("subagent"), &json!({"results":[]})));
         assert_eq!(status(Some(0), Some("error"), false), "failed");
         assert_eq!(status(Some(-1), None, false), "running");

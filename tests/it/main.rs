@@ -7,3 +7,5 @@ mod util;
 
 // `sync` on the committed fixture trees: every line accounted for, rows as expected.
 mod sync;
+// Subagent runs, child transcripts, artifacts and child sessions.
+mod subagents;
