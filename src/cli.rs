@@ -26,6 +26,8 @@ pub enum Command {
     Sync(SyncArgs),
     /// Run one read-only SQL statement against the index
     Sql(SqlArgs),
+    /// List subagent runs (delegations recorded by subagent tool results)
+    Subagents(SubagentsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +68,22 @@ pub struct SqlArgs {
     /// Print CSV with a header row
     #[arg(long)]
     pub csv: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SubagentsArgs {
+    /// Only runs of this agent (e.g. worker, reviewer, scout)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Only runs started on or after this date (YYYY-MM-DD, UTC) or ISO timestamp
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only failed runs (non-zero exit code, or an error stop reason)
+    #[arg(long)]
+    pub failed: bool,
+    /// Print a JSON array of objects (full task text)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[cfg(test)]

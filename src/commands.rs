@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::cli::{Cli, Command, SqlArgs, SyncArgs};
+use crate::cli::{Cli, Command, SqlArgs, SubagentsArgs, SyncArgs};
 use piidx::output::{self, Format};
 use piidx::store::Store;
 use piidx::sync::{SyncError, SyncOptions};
@@ -30,6 +30,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Sync(args) => sync(db, args),
         Command::Sql(args) => sql(db, args),
+        Command::Subagents(args) => subagents(db, args),
     }
 }
 
@@ -99,6 +100,26 @@ fn sql(db: PathBuf, args: SqlArgs) -> Result<ExitCode> {
         Format::Json
     } else if args.csv {
         Format::Csv
+    } else {
+        Format::Table
+    };
+    let mut out = std::io::stdout().lock();
+    output::print(&mut out, &rows, format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn subagents(db: PathBuf, args: SubagentsArgs) -> Result<ExitCode> {
+    let store = Store::open_read_only(&db)?;
+    let query = query::subagents::SubagentsQuery {
+        agent: args.agent,
+        since: args.since,
+        failed: args.failed,
+        full_task: args.json,
+    };
+    let rows = query::subagents::run(&store, &query)
+        .with_context(|| format!("listing subagent runs in {}", db.display()))?;
+    let format = if args.json {
+        Format::Json
     } else {
         Format::Table
     };

@@ -6,6 +6,7 @@
 //! only module that speaks SQL) writes and reads the database, `sync`
 //! orchestrates a run, and `query` + `output` answer the user's commands.
 
+pub mod artifacts;
 pub mod config;
 pub mod discover;
 pub mod ingest;
@@ -15,5 +16,6 @@ pub mod parse;
 pub mod query;
 pub mod read;
 pub mod store;
+pub mod subagent;
 pub mod sync;
 pub mod time;

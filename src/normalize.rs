@@ -193,8 +193,9 @@ pub struct ImageRow {
     pub bytes: Vec<u8>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Detail {
+    #[default]
     None,
     Compaction {
         first_kept_entry_id: Option<String>,
@@ -219,7 +220,7 @@ pub enum Detail {
 }
 
 /// Everything one session entry becomes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Entry {
     pub entry_id: String,
     pub parent_id: Option<String>,
@@ -245,6 +246,8 @@ pub struct Entry {
     pub session_name: Option<Option<String>>,
     /// For user messages: the text as Pi computes it for `firstMessage`.
     pub user_text: Option<String>,
+    /// Subagent runs held in a toolResult's `details.results` (see `subagent`).
+    pub subagent_runs: Vec<crate::subagent::SubagentRun>,
 }
 
 /// Normalizes one non-header object.
@@ -280,6 +283,7 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
         texts: Vec::new(),
         session_name: None,
         user_text: None,
+        subagent_runs: Vec::new(),
     };
     describe(&object, &mut out);
     out.raw = object.to_string();
@@ -309,6 +313,7 @@ fn describe(object: &Value, out: &mut Entry) {
         "message" => {
             if let Some(message) = object.get("message") {
                 describe_message(message, "$.message", out);
+                out.subagent_runs = crate::subagent::describe(message, "$.message", out);
             }
         }
         "compaction" => {
@@ -368,7 +373,7 @@ fn describe(object: &Value, out: &mut Entry) {
     }
 }
 
-fn describe_message(message: &Value, path: &str, out: &mut Entry) {
+pub(crate) fn describe_message(message: &Value, path: &str, out: &mut Entry) {
     let role = str_field(message, "role").unwrap_or_default();
     // v2 files call extension messages `hookMessage`; v3 renamed them.
     let role = if role == "hookMessage" {

@@ -128,6 +128,8 @@ pub fn run(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     });
     progress.finish_and_clear();
     written?;
+    // Subagent artifact files and run links (see `artifacts`).
+    crate::artifacts::sync(&store, &options.roots, options.full)?;
     store.commit()?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)

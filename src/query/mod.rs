@@ -2,3 +2,4 @@
 //! with typed rows; printing is `output`'s job.
 
 pub mod sql;
+pub mod subagents;

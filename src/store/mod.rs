@@ -7,6 +7,7 @@
 
 mod schema;
 mod state;
+mod subagents;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
+pub use subagents::{ArtifactRow, ArtifactState};
 pub use write::WriteStats;
 
 /// `PRAGMA application_id` of piidx databases ("piix").

@@ -20,6 +20,10 @@ pub struct WriteStats {
 
 /// Tables holding one file's rows, children before parents.
 const FILE_TABLES: &[&str] = &[
+    "chunk_runs",
+    "subagent_tool_calls",
+    "subagent_messages",
+    "subagent_runs",
     "chunks",
     "content_blocks",
     "tool_call_meta",
@@ -341,6 +345,7 @@ impl Store {
         self.insert_detail(&key)?;
         self.insert_images(&key)?;
         self.insert_texts(&key)?;
+        self.insert_subagent_runs(rowid, file_id, session_id, entry)?;
         Ok(())
     }
 

@@ -15,3 +15,5 @@ mod crash;
 mod fixtures;
 // `piidx sql`, output formats, and opening databases that are not ours.
 mod sql;
+// Subagent runs, child transcripts, artifacts and child sessions.
+mod subagents;

@@ -1,0 +1,264 @@
+//! The artifacts pass of `sync`: pi-subagents files in
+//! `<root>/<dir>/subagent-artifacts/` (spec §1.4, §10.2).
+//!
+//! These are not sessions (discovery never enters that directory). Each
+//! `*_input.md`, `*_output.md`, `*_meta.json` / `*_metadata.json`,
+//! `*_transcript.jsonl` and `*.jsonl` becomes one `subagent_artifacts` row;
+//! `_output.md` text is searchable through `artifact_fts`. An artifact
+//! `.jsonl` whose header is followed by agent events is recorded as an
+//! `event_stream`. A file is re-read only when its size or mtime changed, and
+//! its row goes when the file goes. Afterwards every subagent link is
+//! re-derived (`Store::link_subagents`).
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::normalize;
+use crate::store::{ArtifactRow, Store, StoreError};
+
+/// Artifact text kept for search is cut at this many bytes.
+const TEXT_CAP: u64 = 16 << 20;
+/// Longest `.jsonl` line read to classify a file.
+const PROBE_LINE_CAP: u64 = 4 << 20;
+
+/// What one artifacts pass did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ArtifactReport {
+    pub seen: u64,
+    pub read: u64,
+    pub removed: u64,
+}
+
+/// Indexes the artifact directories of every root and relinks runs.
+pub fn sync(store: &Store, roots: &[PathBuf], full: bool) -> Result<ArtifactReport, StoreError> {
+    let states = store.artifact_states()?;
+    let mut report = ArtifactReport::default();
+    let mut seen = HashSet::new();
+    for root in roots {
+        for file in artifact_files(root) {
+            report.seen += 1;
+            let path = file.to_string_lossy().into_owned();
+            seen.insert(path.clone());
+            let Ok(metadata) = fs::metadata(&file) else {
+                continue;
+            };
+            let (size, mtime_ns) = stat(&metadata);
+            let unchanged = states
+                .get(&path)
+                .is_some_and(|state| state.size == size && state.mtime_ns == mtime_ns);
+            if unchanged && !full {
+                continue;
+            }
+            if let Some(row) = read_artifact(root, &file, size, mtime_ns) {
+                store.upsert_artifact(&row)?;
+                report.read += 1;
+            }
+        }
+    }
+    let synced: HashSet<String> = roots
+        .iter()
+        .map(|root| root.to_string_lossy().into_owned())
+        .collect();
+    for (path, state) in &states {
+        if synced.contains(&state.root) && !seen.contains(path) {
+            store.remove_artifact(state.artifact_id)?;
+            report.removed += 1;
+        }
+    }
+    store.link_subagents()?;
+    Ok(report)
+}
+
+/// Regular files directly inside `<root>/*/subagent-artifacts/`.
+fn artifact_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let Ok(dirs) = fs::read_dir(root) else {
+        return files;
+    };
+    for dir in dirs.flatten() {
+        let artifacts = dir.path().join("subagent-artifacts");
+        let Ok(entries) = fs::read_dir(&artifacts) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if fs::metadata(&path).is_ok_and(|m| m.is_file()) && kind_of(&name_of(&path)).is_some()
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn stat(metadata: &fs::Metadata) -> (u64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (
+        metadata.len(),
+        metadata.mtime() * 1_000_000_000 + metadata.mtime_nsec(),
+    )
+}
+
+/// `(kind, base)` from a file name; `None` for files that are not artifacts.
+/// `.jsonl` files come back as `jsonl` and are refined by their content.
+pub fn kind_of(name: &str) -> Option<(&'static str, &str)> {
+    const SUFFIXES: &[(&str, &str)] = &[
+        ("_input.md", "input"),
+        ("_output.md", "output"),
+        ("_meta.json", "meta"),
+        ("_metadata.json", "meta"),
+        ("_transcript.jsonl", "transcript"),
+        (".jsonl", "jsonl"),
+    ];
+    SUFFIXES.iter().find_map(|(suffix, kind)| {
+        name.strip_suffix(suffix)
+            .filter(|base| !base.is_empty())
+            .map(|base| (*kind, base))
+    })
+}
+
+/// `<runId>_<agent>[_<index>]` → `(runId, agent)`.
+pub fn split_base(base: &str) -> (Option<String>, Option<String>) {
+    let Some((run_id, rest)) = base.split_once('_') else {
+        return (None, None);
+    };
+    let agent = match rest.rsplit_once('_') {
+        Some((agent, index)) if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) => {
+            agent
+        }
+        _ => rest,
+    };
+    let agent = (!agent.is_empty()).then(|| agent.to_owned());
+    (Some(run_id.to_owned()), agent)
+}
+
+fn read_artifact(root: &Path, file: &Path, size: u64, mtime_ns: i64) -> Option<ArtifactRow> {
+    let name = name_of(file);
+    let (mut kind, base) = kind_of(&name)?;
+    let (mut run_id, mut agent) = split_base(base);
+    let project_dir = file
+        .strip_prefix(root)
+        .ok()
+        .and_then(|rel| rel.components().next())
+        .map(|dir| dir.as_os_str().to_string_lossy().into_owned());
+    let mut row = ArtifactRow {
+        path: file.to_string_lossy().into_owned(),
+        root: root.to_string_lossy().into_owned(),
+        project_dir,
+        name: name.clone(),
+        base: Some(base.to_owned()),
+        size,
+        mtime_ns,
+        ..ArtifactRow::default()
+    };
+    match kind {
+        "output" => match read_text(file) {
+            Ok(text) => row.text = Some(text),
+            Err(err) => row.note = Some(format!("cannot read: {err}")),
+        },
+        "meta" => match read_text(file) {
+            Ok(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(meta) => {
+                    run_id = normalize::str_field(&meta, "runId").or(run_id);
+                    agent = normalize::str_field(&meta, "agent").or(agent);
+                    row.meta_json = Some(meta.to_string());
+                }
+                Err(err) => row.note = Some(format!("not JSON: {err}")),
+            },
+            Err(err) => row.note = Some(format!("cannot read: {err}")),
+        },
+        "jsonl" => {
+            let (probed, note) = probe_jsonl(file);
+            kind = probed;
+            row.note = note;
+        }
+        _ => {}
+    }
+    row.kind = kind;
+    row.run_id = run_id;
+    row.agent = agent;
+    Some(row)
+}
+
+fn read_text(file: &Path) -> std::io::Result<String> {
+    let mut bytes = Vec::new();
+    fs::File::open(file)?
+        .take(TEXT_CAP)
+        .read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Classifies an artifact `.jsonl` from its first two JSON lines:
+/// `event_stream` (session header, then an agent event: `pi --mode json`
+/// output), `session_copy` (header then entries), or `jsonl`.
+fn probe_jsonl(file: &Path) -> (&'static str, Option<String>) {
+    let Ok(handle) = fs::File::open(file) else {
+        return ("jsonl", Some("cannot open".into()));
+    };
+    let mut reader = BufReader::new(handle);
+    let mut objects = Vec::new();
+    while objects.len() < 2 {
+        let mut line = Vec::new();
+        match (&mut reader)
+            .take(PROBE_LINE_CAP)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(object) => objects.push(object),
+            Err(_) => break,
+        }
+    }
+    let header = objects.first().and_then(normalize::header);
+    match (header, objects.get(1)) {
+        (Some(_), Some(next)) if normalize::is_event(next) => ("event_stream", None),
+        (Some(_), Some(_)) => (
+            "session_copy",
+            Some("starts like a session; not indexed as one (artifact directory)".into()),
+        ),
+        _ => ("jsonl", None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_give_kind_base_run_and_agent() {
+        assert_eq!(
+            kind_of("a1b2c3d4_worker_output.md"),
+            Some(("output", "a1b2c3d4_worker"))
+        );
+        assert_eq!(
+            kind_of("e5f6a7b8_tester_1_transcript.jsonl"),
+            Some(("transcript", "e5f6a7b8_tester_1"))
+        );
+        assert_eq!(kind_of("x_meta.json"), Some(("meta", "x")));
+        assert_eq!(kind_of(".last-cleanup"), None);
+        assert_eq!(
+            split_base("e5f6a7b8_code_reviewer_0"),
+            (Some("e5f6a7b8".into()), Some("code_reviewer".into()))
+        );
+        assert_eq!(
+            split_base("a1b2c3d4_worker"),
+            (Some("a1b2c3d4".into()), Some("worker".into()))
+        );
+    }
+}

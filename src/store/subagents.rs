@@ -1,0 +1,386 @@
+//! SQL for subagent runs, their child transcripts, artifacts and links.
+//!
+//! Runs are written with their parent entry (same batch, same transaction).
+//! Artifact files are written by the artifacts pass at the end of a sync,
+//! which then re-derives every link (artifact → run, run → child session
+//! file, child session → parent session) from what the database holds, so
+//! the result never depends on which file was indexed first.
+
+use std::collections::HashMap;
+
+use rusqlite::params;
+
+use super::{Result, Store};
+use crate::normalize::Entry;
+use crate::subagent::SubagentRun;
+
+/// What the database remembers about one artifact file.
+#[derive(Debug, Clone)]
+pub struct ArtifactState {
+    pub artifact_id: i64,
+    pub root: String,
+    pub size: u64,
+    pub mtime_ns: i64,
+}
+
+/// One artifact file as read from disk.
+#[derive(Debug, Clone, Default)]
+pub struct ArtifactRow {
+    pub path: String,
+    pub root: String,
+    pub project_dir: Option<String>,
+    pub name: String,
+    pub base: Option<String>,
+    pub kind: &'static str,
+    pub run_id: Option<String>,
+    pub agent: Option<String>,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// Searchable text (`_output.md`).
+    pub text: Option<String>,
+    /// `_meta.json` re-serialized compactly.
+    pub meta_json: Option<String>,
+    pub note: Option<String>,
+}
+
+impl Store {
+    /// Writes the runs of one entry, their child messages and tool calls,
+    /// and marks the entry's chunks that lie inside a run.
+    pub(super) fn insert_subagent_runs(
+        &self,
+        entry_rowid: i64,
+        file_id: i64,
+        session_id: &str,
+        entry: &Entry,
+    ) -> Result<()> {
+        let message = entry.message.as_ref();
+        let timestamp_ms = message
+            .and_then(|message| message.timestamp_ms)
+            .or(entry.timestamp_ms);
+        for run in &entry.subagent_runs {
+            self.insert_run(entry_rowid, file_id, session_id, entry, timestamp_ms, run)?;
+            let run_rowid = self.conn.last_insert_rowid();
+            self.insert_run_children(run_rowid, file_id, run)?;
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO chunk_runs(chunk_id, run_rowid, file_id, message_position)
+                     SELECT c.chunk_id, ?2, c.file_id,
+                            CASE WHEN substr(c.json_path, length(?3) + 1, 10) = '.messages['
+                                 THEN CAST(substr(c.json_path, length(?3) + 11) AS INTEGER) END
+                       FROM chunks c
+                      WHERE c.entry_rowid = ?1 AND substr(c.json_path, 1, length(?3) + 1) = ?3 || '.'",
+                )
+                .and_then(|mut stmt| stmt.execute(params![entry_rowid, run_rowid, run.json_path]))
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    fn insert_run(
+        &self,
+        entry_rowid: i64,
+        file_id: i64,
+        session_id: &str,
+        entry: &Entry,
+        timestamp_ms: Option<i64>,
+        run: &SubagentRun,
+    ) -> Result<()> {
+        let message = entry.message.as_ref();
+        let values: Vec<rusqlite::types::Value> = vec![
+            entry_rowid.into(),
+            file_id.into(),
+            session_id.to_owned().into(),
+            entry.entry_id.clone().into(),
+            message.and_then(|m| m.tool_call_id.clone()).into(),
+            message.and_then(|m| m.tool_name.clone()).into(),
+            timestamp_ms.into(),
+            run.json_path.clone().into(),
+            run.mode.clone().into(),
+            run.position.into(),
+            run.run_index.into(),
+            run.step.into(),
+            run.agent.clone().into(),
+            run.agent_source.clone().into(),
+            run.task.clone().into(),
+            run.exit_code.into(),
+            run.status.to_owned().into(),
+            run.error.clone().into(),
+            run.stop_reason.clone().into(),
+            run.model.clone().into(),
+            run.input_tokens.into(),
+            run.output_tokens.into(),
+            run.cache_read_tokens.into(),
+            run.cache_write_tokens.into(),
+            run.cost.into(),
+            run.turns.into(),
+            run.context_tokens.into(),
+            run.tool_count.into(),
+            run.progress_tokens.into(),
+            run.duration_ms.into(),
+            (run.messages.len() as i64).into(),
+            run.session_file.clone().into(),
+            run.artifact_input_path.clone().into(),
+            run.artifact_output_path.clone().into(),
+            run.artifact_jsonl_path.clone().into(),
+            run.artifact_meta_path.clone().into(),
+            run.artifact_transcript_path.clone().into(),
+            run.artifact_base.clone().into(),
+            run.child_location.clone().into(),
+            run.run_id.clone().into(),
+            run.async_id.clone().into(),
+        ];
+        let placeholders = (1..=values.len())
+            .map(|n| format!("?{n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO subagent_runs(entry_rowid, file_id, session_id, entry_id, tool_call_id,
+                 tool_name, timestamp_ms, json_path, mode, position, run_index, step, agent, agent_source,
+                 task, exit_code, status, error, stop_reason, model, input_tokens, output_tokens,
+                 cache_read_tokens, cache_write_tokens, cost, turns, context_tokens, tool_count,
+                 progress_tokens, duration_ms, message_count, session_file, artifact_input_path,
+                 artifact_output_path, artifact_jsonl_path, artifact_meta_path, artifact_transcript_path,
+                 artifact_base, child_location, run_id, async_id)
+             VALUES ({placeholders})"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(values)))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    fn insert_run_children(&self, run_rowid: i64, file_id: i64, run: &SubagentRun) -> Result<()> {
+        for child in &run.messages {
+            let row = &child.row;
+            let usage = row.usage.as_ref();
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO subagent_messages(run_rowid, position, file_id, json_path, role,
+                         timestamp_ms, provider, model, stop_reason, error_message, input_tokens,
+                         output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
+                         tool_call_id, tool_name, is_error, text_len)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                         ?18, ?19, ?20)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        run_rowid,
+                        child.position,
+                        file_id,
+                        child.json_path,
+                        row.role,
+                        row.timestamp_ms,
+                        row.provider,
+                        row.model,
+                        row.stop_reason,
+                        row.error_message,
+                        usage.map(|u| u.input),
+                        usage.map(|u| u.output),
+                        usage.map(|u| u.cache_read),
+                        usage.map(|u| u.cache_write),
+                        usage.map(|u| u.total),
+                        usage.and_then(|u| u.cost_total),
+                        row.tool_call_id,
+                        row.tool_name,
+                        row.is_error,
+                        row.text_len,
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        for call in &run.tool_calls {
+            let result = run.messages.iter().find(|child| {
+                child.position > call.message_position
+                    && child.row.role == "toolResult"
+                    && call.call_id.is_some()
+                    && child.row.tool_call_id == call.call_id
+            });
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO subagent_tool_calls(run_rowid, json_path, message_position,
+                         block_index, file_id, call_id, name, result_position, is_error)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        run_rowid,
+                        call.json_path,
+                        call.message_position,
+                        call.block_index,
+                        file_id,
+                        call.call_id,
+                        call.name,
+                        result.map(|child| child.position),
+                        result.and_then(|child| child.row.is_error),
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// Every artifact file the database knows, by path.
+    pub fn artifact_states(&self) -> Result<HashMap<String, ArtifactState>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, artifact_id, root, size, mtime_ns FROM subagent_artifacts")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    ArtifactState {
+                        artifact_id: row.get(1)?,
+                        root: row.get(2)?,
+                        size: row.get::<_, i64>(3)?.max(0) as u64,
+                        mtime_ns: row.get(4)?,
+                    },
+                ))
+            })
+            .map_err(self.err())?;
+        let mut states = HashMap::new();
+        for row in rows {
+            let (path, state) = row.map_err(self.err())?;
+            states.insert(path, state);
+        }
+        Ok(states)
+    }
+
+    /// Inserts or replaces one artifact row and its full-text entry.
+    pub fn upsert_artifact(&self, row: &ArtifactRow) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO artifact_fts(artifact_fts, rowid, text)
+                 SELECT 'delete', artifact_id, text FROM subagent_artifacts
+                  WHERE path = ?1 AND text IS NOT NULL",
+            )
+            .and_then(|mut stmt| stmt.execute([&row.path]))
+            .map_err(self.err())?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO subagent_artifacts(path, root, project_dir, name, base, kind, run_id, agent,
+                     size, mtime_ns, text, meta_json, note, indexed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+                     strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+                 ON CONFLICT(path) DO UPDATE SET root = excluded.root, project_dir = excluded.project_dir,
+                     name = excluded.name, base = excluded.base, kind = excluded.kind,
+                     run_id = excluded.run_id, agent = excluded.agent, size = excluded.size,
+                     mtime_ns = excluded.mtime_ns, text = excluded.text, meta_json = excluded.meta_json,
+                     note = excluded.note, indexed_at = excluded.indexed_at",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    row.path,
+                    row.root,
+                    row.project_dir,
+                    row.name,
+                    row.base,
+                    row.kind,
+                    row.run_id,
+                    row.agent,
+                    row.size as i64,
+                    row.mtime_ns,
+                    row.text,
+                    row.meta_json,
+                    row.note,
+                ])
+            })
+            .map_err(self.err())?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO artifact_fts(rowid, text)
+                 SELECT artifact_id, text FROM subagent_artifacts WHERE path = ?1 AND text IS NOT NULL",
+            )
+            .and_then(|mut stmt| stmt.execute([&row.path]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Forgets an artifact file that no longer exists.
+    pub fn remove_artifact(&self, artifact_id: i64) -> Result<()> {
+        for sql in [
+            "INSERT INTO artifact_fts(artifact_fts, rowid, text)
+             SELECT 'delete', artifact_id, text FROM subagent_artifacts
+              WHERE artifact_id = ?1 AND text IS NOT NULL",
+            "DELETE FROM subagent_artifacts WHERE artifact_id = ?1",
+        ] {
+            self.conn
+                .prepare_cached(sql)
+                .and_then(|mut stmt| stmt.execute([artifact_id]))
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// Re-derives every subagent link from the rows present. Only rows whose
+    /// link changes are written.
+    pub fn link_subagents(&self) -> Result<()> {
+        let sql = [
+            // Artifact → run: same `<runId>_<agent>[_<index>]` stem, and either
+            // the exact path the run recorded or the same root and cwd dir.
+            "CREATE TEMP TABLE IF NOT EXISTS temp_artifact_links(artifact_id INTEGER PRIMARY KEY, run_rowid INTEGER)",
+            "DELETE FROM temp_artifact_links",
+            "INSERT INTO temp_artifact_links(artifact_id, run_rowid)
+             SELECT a.artifact_id,
+                    (SELECT r.run_rowid
+                       FROM subagent_runs r
+                       JOIN files f ON f.file_id = r.file_id
+                       LEFT JOIN sessions s ON s.file_id = r.file_id
+                      WHERE r.artifact_base = a.base
+                        AND (a.path IN (r.artifact_input_path, r.artifact_output_path, r.artifact_jsonl_path,
+                                        r.artifact_meta_path, r.artifact_transcript_path)
+                             OR (f.root = a.root AND s.project_dir IS a.project_dir))
+                      ORDER BY a.path IN (r.artifact_input_path, r.artifact_output_path, r.artifact_jsonl_path,
+                                          r.artifact_meta_path, r.artifact_transcript_path) DESC,
+                               r.run_rowid
+                      LIMIT 1)
+               FROM subagent_artifacts a",
+            "UPDATE subagent_artifacts
+                SET run_rowid = (SELECT l.run_rowid FROM temp_artifact_links l
+                                  WHERE l.artifact_id = subagent_artifacts.artifact_id)
+              WHERE artifact_id IN (SELECT l.artifact_id FROM temp_artifact_links l
+                                      JOIN subagent_artifacts a ON a.artifact_id = l.artifact_id
+                                     WHERE l.run_rowid IS NOT a.run_rowid)",
+            // Run → child session file: the path it recorded, else
+            // `<parent file without .jsonl>/<runId>/run-N/*.jsonl`.
+            "CREATE TEMP TABLE IF NOT EXISTS temp_run_links(run_rowid INTEGER PRIMARY KEY, child_file_id INTEGER)",
+            "DELETE FROM temp_run_links",
+            "INSERT INTO temp_run_links(run_rowid, child_file_id)
+             SELECT r.run_rowid,
+                    coalesce(
+                      (SELECT f.file_id FROM files f JOIN sessions c ON c.file_id = f.file_id
+                        WHERE f.path = r.session_file),
+                      (SELECT c.file_id
+                         FROM files p JOIN files c
+                           ON c.path > substr(p.path, 1, length(p.path) - 6) || '/' || r.child_location || '/'
+                          AND c.path < substr(p.path, 1, length(p.path) - 6) || '/' || r.child_location || '0'
+                         JOIN sessions cs ON cs.file_id = c.file_id
+                        WHERE p.file_id = r.file_id AND p.path LIKE '%.jsonl' AND r.child_location IS NOT NULL
+                        ORDER BY c.path LIMIT 1))
+               FROM subagent_runs r",
+            "UPDATE subagent_runs
+                SET child_file_id = (SELECT l.child_file_id FROM temp_run_links l
+                                      WHERE l.run_rowid = subagent_runs.run_rowid),
+                    child_session_id = (SELECT s.session_id FROM temp_run_links l
+                                          JOIN sessions s ON s.file_id = l.child_file_id
+                                         WHERE l.run_rowid = subagent_runs.run_rowid)
+              WHERE run_rowid IN (SELECT l.run_rowid FROM temp_run_links l
+                                    JOIN subagent_runs r ON r.run_rowid = l.run_rowid
+                                    LEFT JOIN sessions s ON s.file_id = l.child_file_id
+                                   WHERE l.child_file_id IS NOT r.child_file_id
+                                      OR s.session_id IS NOT r.child_session_id)",
+            // Child session → parent session, when its header names none.
+            "UPDATE sessions
+                SET parent_session_id = (SELECT r.session_id FROM subagent_runs r
+                                          WHERE r.child_file_id = sessions.file_id
+                                          ORDER BY r.run_rowid LIMIT 1)
+              WHERE parent_session_id IS NULL AND parent_session IS NULL
+                AND file_id IN (SELECT child_file_id FROM subagent_runs WHERE child_file_id IS NOT NULL)",
+        ];
+        for statement in sql {
+            self.conn.execute_batch(statement).map_err(self.err())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,353 @@
+//! Subagent runs embedded in a parent session's `toolResult.details`.
+//!
+//! Two extensions write this shape (spec §10): the official pi-mono example
+//! (`details.results[]` with the child's full `messages[]`, cost as a number)
+//! and pi-subagents (`runId`, `progressSummary`, `artifactPaths`,
+//! `sessionFile`). Both become one `SubagentRun` per `details.results[i]`.
+//! The child messages are normalized with the same code as top-level ones:
+//! their searchable strings join the parent entry's text fields (their JSON
+//! paths point inside `details.results[i].messages[j]`), and their metadata
+//! becomes `SubagentMessage` / `SubagentToolCall` rows.
+//!
+//! Pure: no IO, no SQL, never fails; missing fields stay `None`.
+
+use serde_json::Value;
+
+use crate::normalize::{self, Entry, as_int, str_field};
+
+/// One delegated run (`details.results[position]`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SubagentRun {
+    pub position: i64,
+    /// `details.mode` as written (`single`, `parallel`, `chain`, or anything newer).
+    pub mode: Option<String>,
+    /// pi-subagents `results[i].index` (parallel/chain slot).
+    pub run_index: Option<i64>,
+    /// Official example `results[i].step` (chain).
+    pub step: Option<i64>,
+    pub agent: Option<String>,
+    pub agent_source: Option<String>,
+    pub task: Option<String>,
+    pub exit_code: Option<i64>,
+    /// `ok`, `failed`, `detached` (-2), `running` (-1) or `unknown`.
+    pub status: &'static str,
+    pub error: Option<String>,
+    pub stop_reason: Option<String>,
+    pub model: Option<String>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cache_read_tokens: Option<i64>,
+    pub cache_write_tokens: Option<i64>,
+    pub cost: Option<f64>,
+    pub turns: Option<i64>,
+    pub context_tokens: Option<i64>,
+    pub tool_count: Option<i64>,
+    pub progress_tokens: Option<i64>,
+    pub duration_ms: Option<i64>,
+    pub session_file: Option<String>,
+    pub artifact_input_path: Option<String>,
+    pub artifact_output_path: Option<String>,
+    pub artifact_jsonl_path: Option<String>,
+    pub artifact_meta_path: Option<String>,
+    pub artifact_transcript_path: Option<String>,
+    /// The artifact file-name stem (`<runId>_<agent>[_<index>]`), from the
+    /// artifact paths when present, else computed as pi-subagents does.
+    pub artifact_base: Option<String>,
+    /// `<runId>/run-<N>`: where pi-subagents puts the child session, below
+    /// `<parent session file without .jsonl>/`.
+    pub child_location: Option<String>,
+    pub run_id: Option<String>,
+    pub async_id: Option<String>,
+    /// `$.message.details.results[i]`.
+    pub json_path: String,
+    pub messages: Vec<SubagentMessage>,
+    pub tool_calls: Vec<SubagentToolCall>,
+}
+
+/// One message of a child transcript (`results[i].messages[j]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentMessage {
+    pub position: i64,
+    pub json_path: String,
+    pub row: normalize::MessageRow,
+}
+
+/// One toolCall block inside a child assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentToolCall {
+    pub message_position: i64,
+    pub block_index: i64,
+    pub json_path: String,
+    pub call_id: Option<String>,
+    pub name: Option<String>,
+}
+
+/// True when a toolResult's `details` holds subagent runs: tool `subagent`,
+/// or any tool whose `details.results` is a non-empty array of objects that
+/// name an agent.
+pub fn is_subagent_result(tool_name: Option<&str>, details: &Value) -> bool {
+    let Some(results) = details.get("results").and_then(Value::as_array) else {
+        return false;
+    };
+    if tool_name == Some("subagent") {
+        return true;
+    }
+    !results.is_empty()
+        && results
+            .iter()
+            .all(|result| result.get("agent").is_some_and(Value::is_string))
+}
+
+/// Reads the runs of a `toolResult` message at `path` (normally
+/// `$.message`), adding the child transcripts' text fields to `out.texts`.
+pub fn describe(message: &Value, path: &str, out: &mut Entry) -> Vec<SubagentRun> {
+    if str_field(message, "role").as_deref() != Some("toolResult") {
+        return Vec::new();
+    }
+    let Some(details) = message.get("details") else {
+        return Vec::new();
+    };
+    if !is_subagent_result(message.get("toolName").and_then(Value::as_str), details) {
+        return Vec::new();
+    }
+    let Some(results) = details.get("results").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mode = str_field(details, "mode");
+    let run_id = str_field(details, "runId");
+    let async_id = str_field(details, "asyncId");
+    results
+        .iter()
+        .enumerate()
+        .map(|(position, result)| {
+            let json_path = format!("{path}.details.results[{position}]");
+            let mut run = run_row(result, position as i64, json_path);
+            run.mode = mode.clone();
+            run.run_id = run_id.clone();
+            run.async_id = async_id.clone();
+            run.artifact_base = artifact_base(&run);
+            run.child_location = child_location(&run);
+            child_messages(result, &mut run, out);
+            run
+        })
+        .collect()
+}
+
+fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
+    let usage = result.get("usage").filter(|usage| usage.is_object());
+    let usage_int = |key: &str| usage.and_then(|u| u.get(key)).and_then(as_int);
+    let progress = result.get("progressSummary");
+    let progress_int = |key: &str| progress.and_then(|p| p.get(key)).and_then(as_int);
+    let artifacts = result.get("artifactPaths");
+    let artifact = |key: &str| artifacts.and_then(|a| str_field(a, key));
+    let cost = usage
+        .and_then(|u| u.get("cost"))
+        .and_then(|cost| match cost {
+            Value::Object(map) => map.get("total").and_then(Value::as_f64),
+            other => other.as_f64(),
+        });
+    let exit_code = result.get("exitCode").and_then(as_int);
+    let stop_reason = str_field(result, "stopReason");
+    let error = str_field(result, "error").or_else(|| str_field(result, "errorMessage"));
+    SubagentRun {
+        position,
+        run_index: result.get("index").and_then(as_int),
+        step: result.get("step").and_then(as_int),
+        agent: str_field(result, "agent"),
+        agent_source: str_field(result, "agentSource"),
+        task: str_field(result, "task"),
+        status: status(exit_code, stop_reason.as_deref(), error.is_some()),
+        exit_code,
+        error,
+        stop_reason,
+        model: str_field(result, "model"),
+        input_tokens: usage_int("input"),
+        output_tokens: usage_int("output"),
+        cache_read_tokens: usage_int("cacheRead"),
+        cache_write_tokens: usage_int("cacheWrite"),
+        cost,
+        turns: usage_int("turns"),
+        context_tokens: usage_int("contextTokens"),
+        tool_count: progress_int("toolCount"),
+        progress_tokens: progress_int("tokens"),
+        duration_ms: progress_int("durationMs")
+            .or_else(|| result.get("durationMs").and_then(as_int)),
+        session_file: str_field(result, "sessionFile"),
+        artifact_input_path: artifact("inputPath"),
+        artifact_output_path: artifact("outputPath"),
+        artifact_jsonl_path: artifact("jsonlPath"),
+        artifact_meta_path: artifact("metadataPath"),
+        artifact_transcript_path: artifact("transcriptPath")
+            .or_else(|| str_field(result, "transcriptPath")),
+        json_path,
+        ..SubagentRun::default()
+    }
+}
+
+/// `running` (-1, the official example's placeholder), `detached` (-2,
+/// pi-subagents async), `ok`, or `failed` (non-zero exit, or exit 0 with an
+/// error stop reason).
+pub fn status(exit_code: Option<i64>, stop_reason: Option<&str>, has_error: bool) -> &'static str {
+    match exit_code {
+        Some(-1) => "running",
+        Some(-2) => "detached",
+        Some(0) if matches!(stop_reason, Some("error" | "aborted")) => "failed",
+        Some(0) => "ok",
+        Some(_) => "failed",
+        None if has_error => "failed",
+        None => "unknown",
+    }
+}
+
+/// The stem shared by a run's artifact files (`<runId>_<agent>[_<index>]`).
+fn artifact_base(run: &SubagentRun) -> Option<String> {
+    let from_path = [
+        (&run.artifact_input_path, "_input.md"),
+        (&run.artifact_output_path, "_output.md"),
+        (&run.artifact_meta_path, "_meta.json"),
+        (&run.artifact_transcript_path, "_transcript.jsonl"),
+        (&run.artifact_jsonl_path, ".jsonl"),
+    ]
+    .into_iter()
+    .find_map(|(path, suffix)| {
+        let name = path.as_deref()?.rsplit(['/', '\\']).next()?;
+        name.strip_suffix(suffix).map(str::to_owned)
+    });
+    if from_path.is_some() {
+        return from_path;
+    }
+    let run_id = run.run_id.as_deref()?;
+    let agent: String = run
+        .agent
+        .as_deref()?
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Some(match run.run_index {
+        Some(index) => format!("{run_id}_{agent}_{index}"),
+        None => format!("{run_id}_{agent}"),
+    })
+}
+
+/// `<runId>/run-<N>`, with `N` read from `sessionFile` when it follows that
+/// layout, else the run's index (or position).
+fn child_location(run: &SubagentRun) -> Option<String> {
+    let run_id = run.run_id.as_deref()?;
+    if let Some(file) = run.session_file.as_deref() {
+        let parts: Vec<&str> = file.split(['/', '\\']).collect();
+        for pair in parts.windows(2) {
+            if pair[0] == run_id && pair[1].starts_with("run-") {
+                return Some(format!("{run_id}/{}", pair[1]));
+            }
+        }
+    }
+    Some(format!(
+        "{run_id}/run-{}",
+        run.run_index.unwrap_or(run.position)
+    ))
+}
+
+/// Normalizes `result.messages[]` like top-level messages.
+fn child_messages(result: &Value, run: &mut SubagentRun, out: &mut Entry) {
+    let Some(messages) = result.get("messages").and_then(Value::as_array) else {
+        return;
+    };
+    for (position, message) in messages.iter().enumerate() {
+        let json_path = format!("{}.messages[{position}]", run.json_path);
+        let mut scratch = Entry {
+            timestamp_ms: None,
+            ..Entry::default()
+        };
+        normalize::describe_message(message, &json_path, &mut scratch);
+        out.texts.append(&mut scratch.texts);
+        for call in scratch.tool_calls {
+            run.tool_calls.push(SubagentToolCall {
+                message_position: position as i64,
+                block_index: call.block_index,
+                json_path: call.json_path,
+                call_id: call.call_id,
+                name: call.name,
+            });
+        }
+        if let Some(row) = scratch.message {
+            run.messages.push(SubagentMessage {
+                position: position as i64,
+                json_path,
+                row,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn official_and_pi_subagents_shapes_become_runs() {
+        let message = json!({"role":"toolResult","toolName":"subagent","toolCallId":"t1",
+            "details":{"mode":"weird","runId":"abcd1234","results":[
+                {"agent":"scout","task":"find","exitCode":0,"usage":{"input":5,"output":6,"cacheRead":7,"cacheWrite":8,"cost":0.5,"turns":2},
+                 "messages":[{"role":"user","content":[{"type":"text","text":"find it"}]},
+                             {"role":"assistant","content":[{"type":"toolCall","id":"c","name":"bash","arguments":{"command":"ls"}}],"model":"m"}]},
+                {"index":1,"agent":"re viewer","exitCode":-2,"usage":{"cost":{"total":0.25}},
+                 "progressSummary":{"toolCount":3,"durationMs":99},
+                 "artifactPaths":{"outputPath":"/x/subagent-artifacts/abcd1234_re_viewer_1_output.md"}}]}});
+        let mut entry = Entry::default();
+        let runs = describe(&message, "$.message", &mut entry);
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].mode.as_deref(), Some("weird"));
+        assert_eq!(runs[0].status, "ok");
+        assert_eq!(runs[0].cost, Some(0.5));
+        assert_eq!(runs[0].cache_write_tokens, Some(8));
+        assert_eq!(runs[0].artifact_base.as_deref(), Some("abcd1234_scout"));
+        assert_eq!(runs[0].messages.len(), 2);
+        assert_eq!(runs[0].tool_calls[0].name.as_deref(), Some("bash"));
+        assert_eq!(runs[1].status, "detached");
+        assert_eq!(runs[1].cost, Some(0.25));
+        assert_eq!(runs[1].tool_count, Some(3));
+        assert_eq!(runs[1].duration_ms, Some(99));
+        assert_eq!(
+            runs[1].artifact_base.as_deref(),
+            Some("abcd1234_re_viewer_1")
+        );
+        let paths: Vec<_> = entry
+            .texts
+            .iter()
+            .map(|t| (t.json_path.as_str(), t.kind))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                (
+                    "$.message.details.results[0].messages[0].content[0].text",
+                    "user"
+                ),
+                (
+                    "$.message.details.results[0].messages[1].content[0].arguments.command",
+                    "tool_call"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn other_tools_need_the_shape() {
+        assert!(!is_subagent_result(Some("bash"), &json!({"results":[1]})));
+        assert!(is_subagent_result(
+            Some("delegate"),
+            &json!({"results":[{"agent":"a"}]})
+        ));
+        assert!(is_subagent_result(Some("subagent"), &json!({"results":[]})));
+        assert_eq!(status(Some(0), Some("error"), false), "failed");
+        assert_eq!(status(Some(-1), None, false), "running");
+        assert_eq!(status(None, None, false), "unknown");
+    }
+}
