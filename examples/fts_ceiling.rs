@@ -80,7 +80,8 @@ fn main() -> anyhow::Result<()> {
     let spill_path = PathBuf::from(spill_path);
     let (rows, bytes) = {
         let src = Connection::open_with_flags(&from, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        let sql = format!("SELECT {SRC_ID_COL}, {SRC_BODY_COL} FROM {SRC_TABLE} ORDER BY {SRC_ID_COL}");
+        let sql =
+            format!("SELECT {SRC_ID_COL}, {SRC_BODY_COL} FROM {SRC_TABLE} ORDER BY {SRC_ID_COL}");
         let mut stmt = src.prepare(&sql)?;
         let mut q = stmt.query([])?;
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&spill_path)?);
@@ -143,7 +144,11 @@ fn main() -> anyhow::Result<()> {
     if !keep {
         remove_db(&out);
     }
-    let mbps = if secs > 0.0 { bytes as f64 / 1e6 / secs } else { 0.0 };
+    let mbps = if secs > 0.0 {
+        bytes as f64 / 1e6 / secs
+    } else {
+        0.0
+    };
     println!(
         "{}",
         serde_json::json!({

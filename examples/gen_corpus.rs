@@ -20,6 +20,7 @@
 //! * tool outputs 0.2–40 KB (log-normal), ≈0.3 % of tool results 1–4 MB; ~35 % of
 //!   tool output is high-entropy log text; inline base64 PNG-ish images (50 KB–2.5 MB)
 //!   steered to ~22 % of all bytes.
+//!
 //! Only std + serde_json (for nothing but the final summary) are used.
 
 use std::fs;
@@ -104,23 +105,212 @@ I renamed the struct and updated every call site, and the compiler is happy now.
 The migration rewrites the whole file, so any offsets stored before the migration are no longer valid. ";
 
 const WORDS: &[&str] = &[
-    "the", "the", "the", "a", "an", "and", "or", "but", "to", "of", "in", "on", "for", "with", "from", "by", "is", "are",
-    "was", "be", "it", "this", "that", "we", "you", "I", "should", "can", "will", "not", "file", "files", "error",
-    "errors", "test", "tests", "function", "module", "crate", "package", "index", "database", "query", "session",
-    "sessions", "entry", "entries", "line", "lines", "parser", "config", "build", "release", "debug", "value", "type",
-    "struct", "field", "method", "return", "result", "option", "string", "bytes", "buffer", "cache", "memory", "thread",
-    "lock", "async", "await", "future", "stream", "request", "response", "server", "client", "handler", "router",
-    "token", "tokens", "search", "sync", "append", "offset", "schema", "table", "column", "row", "commit", "branch",
-    "merge", "diff", "patch", "review", "fix", "bug", "issue", "feature", "refactor", "rename", "update", "remove",
-    "add", "check", "run", "read", "write", "open", "close", "path", "directory", "output", "input", "timeout", "retry",
-    "performance", "benchmark", "latency", "throughput", "slow", "fast", "correct", "wrong", "missing", "unexpected",
-    "deserialize", "serialize", "serde_json", "tokio", "rusqlite", "walkdir", "compile", "warning", "panic", "unwrap",
-    "closure", "iterator", "vector", "hashmap", "trait", "impl", "generic", "lifetime", "borrow", "reference", "clone",
-    "because", "however", "therefore", "instead", "actually", "probably", "maybe", "first", "then", "finally", "now",
-    "again", "still", "already", "only", "also", "just", "every", "each", "some", "all", "none", "both", "other",
-    "works", "fails", "looks", "seems", "means", "needs", "makes", "uses", "keeps", "shows", "gives", "takes",
-    "small", "large", "new", "old", "same", "different", "simple", "clear", "safe", "whole", "empty", "valid",
-    "user", "agent", "model", "tool", "call", "message", "thinking", "summary", "context", "prompt", "workflow",
+    "the",
+    "the",
+    "the",
+    "a",
+    "an",
+    "and",
+    "or",
+    "but",
+    "to",
+    "of",
+    "in",
+    "on",
+    "for",
+    "with",
+    "from",
+    "by",
+    "is",
+    "are",
+    "was",
+    "be",
+    "it",
+    "this",
+    "that",
+    "we",
+    "you",
+    "I",
+    "should",
+    "can",
+    "will",
+    "not",
+    "file",
+    "files",
+    "error",
+    "errors",
+    "test",
+    "tests",
+    "function",
+    "module",
+    "crate",
+    "package",
+    "index",
+    "database",
+    "query",
+    "session",
+    "sessions",
+    "entry",
+    "entries",
+    "line",
+    "lines",
+    "parser",
+    "config",
+    "build",
+    "release",
+    "debug",
+    "value",
+    "type",
+    "struct",
+    "field",
+    "method",
+    "return",
+    "result",
+    "option",
+    "string",
+    "bytes",
+    "buffer",
+    "cache",
+    "memory",
+    "thread",
+    "lock",
+    "async",
+    "await",
+    "future",
+    "stream",
+    "request",
+    "response",
+    "server",
+    "client",
+    "handler",
+    "router",
+    "token",
+    "tokens",
+    "search",
+    "sync",
+    "append",
+    "offset",
+    "schema",
+    "table",
+    "column",
+    "row",
+    "commit",
+    "branch",
+    "merge",
+    "diff",
+    "patch",
+    "review",
+    "fix",
+    "bug",
+    "issue",
+    "feature",
+    "refactor",
+    "rename",
+    "update",
+    "remove",
+    "add",
+    "check",
+    "run",
+    "read",
+    "write",
+    "open",
+    "close",
+    "path",
+    "directory",
+    "output",
+    "input",
+    "timeout",
+    "retry",
+    "performance",
+    "benchmark",
+    "latency",
+    "throughput",
+    "slow",
+    "fast",
+    "correct",
+    "wrong",
+    "missing",
+    "unexpected",
+    "deserialize",
+    "serialize",
+    "serde_json",
+    "tokio",
+    "rusqlite",
+    "walkdir",
+    "compile",
+    "warning",
+    "panic",
+    "unwrap",
+    "closure",
+    "iterator",
+    "vector",
+    "hashmap",
+    "trait",
+    "impl",
+    "generic",
+    "lifetime",
+    "borrow",
+    "reference",
+    "clone",
+    "because",
+    "however",
+    "therefore",
+    "instead",
+    "actually",
+    "probably",
+    "maybe",
+    "first",
+    "then",
+    "finally",
+    "now",
+    "again",
+    "still",
+    "already",
+    "only",
+    "also",
+    "just",
+    "every",
+    "each",
+    "some",
+    "all",
+    "none",
+    "both",
+    "other",
+    "works",
+    "fails",
+    "looks",
+    "seems",
+    "means",
+    "needs",
+    "makes",
+    "uses",
+    "keeps",
+    "shows",
+    "gives",
+    "takes",
+    "small",
+    "large",
+    "new",
+    "old",
+    "same",
+    "different",
+    "simple",
+    "clear",
+    "safe",
+    "whole",
+    "empty",
+    "valid",
+    "user",
+    "agent",
+    "model",
+    "tool",
+    "call",
+    "message",
+    "thinking",
+    "summary",
+    "context",
+    "prompt",
+    "workflow",
 ];
 
 const RUST_SNIPPETS: &str = r#"use std::collections::HashMap;
@@ -274,12 +464,12 @@ export async function runCommand(cmd: string, cwd: string, timeoutMs = 120_000):
 "#;
 
 const PROJECT_A: &[&str] = &[
-    "api", "web", "core", "data", "auth", "cli", "infra", "ml", "docs", "mobile", "billing", "search", "chat", "edge",
-    "sync", "media", "admin", "notify", "geo", "ledger",
+    "api", "web", "core", "data", "auth", "cli", "infra", "ml", "docs", "mobile", "billing",
+    "search", "chat", "edge", "sync", "media", "admin", "notify", "geo", "ledger",
 ];
 const PROJECT_B: &[&str] = &[
-    "server", "client", "tools", "pipeline", "service", "ui", "lib", "bench", "sdk", "gateway", "worker", "app", "kit",
-    "engine", "store",
+    "server", "client", "tools", "pipeline", "service", "ui", "lib", "bench", "sdk", "gateway",
+    "worker", "app", "kit", "engine", "store",
 ];
 const MODELS: &[(&str, &str, &str)] = &[
     ("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
@@ -290,12 +480,41 @@ const MODELS: &[(&str, &str, &str)] = &[
 ];
 const THINKING: &[&str] = &["off", "minimal", "low", "medium", "high"];
 const AGENTS: &[&str] = &["scout", "planner", "reviewer", "worker", "tester"];
-const LABELS: &[&str] = &["checkpoint", "good state", "before refactor", "bug repro", "todo", "important"];
-const LOG_WORDS: &[&str] = &[
-    "INFO", "DEBUG", "WARN", "ERROR", "request", "completed", "started", "worker", "conn", "retry", "cache", "miss",
-    "hit", "flush", "compaction", "shard", "lease", "acquired", "released", "timeout", "status", "latency",
+const LABELS: &[&str] = &[
+    "checkpoint",
+    "good state",
+    "before refactor",
+    "bug repro",
+    "todo",
+    "important",
 ];
-const EXTS: &[&str] = &["rs", "ts", "md", "toml", "json", "py", "go", "tsx", "yaml", "lock"];
+const LOG_WORDS: &[&str] = &[
+    "INFO",
+    "DEBUG",
+    "WARN",
+    "ERROR",
+    "request",
+    "completed",
+    "started",
+    "worker",
+    "conn",
+    "retry",
+    "cache",
+    "miss",
+    "hit",
+    "flush",
+    "compaction",
+    "shard",
+    "lease",
+    "acquired",
+    "released",
+    "timeout",
+    "status",
+    "latency",
+];
+const EXTS: &[&str] = &[
+    "rs", "ts", "md", "toml", "json", "py", "go", "tsx", "yaml", "lock",
+];
 const RARE_TOKEN: &str = "zyzzyvarium";
 
 // ------------------------------------------------------------------------------------------
@@ -363,37 +582,41 @@ fn build_pools(rng: &mut Rng, use_registry: bool) -> Pools {
         code.push_str(TS_SNIPPETS);
     }
     let mut registry_files = 0;
-    if use_registry {
-        if let Some(home) = std::env::var_os("HOME") {
-            let root = Path::new(&home).join(".cargo/registry/src");
-            let mut files = Vec::new();
-            collect_files(&root, &mut files, 0);
-            files.sort();
-            let mut idx: Vec<usize> = (0..files.len()).collect();
-            // Fisher-Yates with the seeded rng → deterministic for a given registry.
-            for i in (1..idx.len()).rev() {
-                let j = rng.below(i as u64 + 1) as usize;
-                idx.swap(i, j);
+    if use_registry && let Some(home) = std::env::var_os("HOME") {
+        let root = Path::new(&home).join(".cargo/registry/src");
+        let mut files = Vec::new();
+        collect_files(&root, &mut files, 0);
+        files.sort();
+        let mut idx: Vec<usize> = (0..files.len()).collect();
+        // Fisher-Yates with the seeded rng → deterministic for a given registry.
+        for i in (1..idx.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            idx.swap(i, j);
+        }
+        for i in idx {
+            if code.len() >= (24 << 20) {
+                break;
             }
-            for i in idx {
-                if code.len() >= (24 << 20) {
-                    break;
+            let Ok(md) = fs::metadata(&files[i]) else {
+                continue;
+            };
+            if md.len() < 512 || md.len() > 96 * 1024 {
+                continue;
+            }
+            if let Ok(s) = fs::read_to_string(&files[i]) {
+                code.push_str(&s);
+                if !s.ends_with('\n') {
+                    code.push('\n');
                 }
-                let Ok(md) = fs::metadata(&files[i]) else { continue };
-                if md.len() < 512 || md.len() > 96 * 1024 {
-                    continue;
-                }
-                if let Ok(s) = fs::read_to_string(&files[i]) {
-                    code.push_str(&s);
-                    if !s.ends_with('\n') {
-                        code.push('\n');
-                    }
-                    registry_files += 1;
-                }
+                registry_files += 1;
             }
         }
     }
-    Pools { prose, code, registry_files }
+    Pools {
+        prose,
+        code,
+        registry_files,
+    }
 }
 
 /// A random slice of `pool` of about `len` bytes, starting after a `sep` and on char boundaries.
@@ -504,7 +727,11 @@ fn b64_random(rng: &mut Rng, raw_len: usize, prefix: &[u8], out: &mut Vec<u8>) {
         let n = (r[0] as u32) << 16 | (*r.get(1).unwrap_or(&0) as u32) << 8;
         out.push(B64[(n >> 18) as usize & 63]);
         out.push(B64[(n >> 12) as usize & 63]);
-        out.push(if r.len() == 2 { B64[(n >> 6) as usize & 63] } else { b'=' });
+        out.push(if r.len() == 2 {
+            B64[(n >> 6) as usize & 63]
+        } else {
+            b'='
+        });
         out.push(b'=');
     }
 }
@@ -647,7 +874,16 @@ impl<'p> Gen<'p> {
     }
 
     fn path(&mut self) -> String {
-        let dirs = ["src", "src/core", "src/cli", "tests", "docs", "packages/agent/src", "crates/index/src", "lib"];
+        let dirs = [
+            "src",
+            "src/core",
+            "src/cli",
+            "tests",
+            "docs",
+            "packages/agent/src",
+            "crates/index/src",
+            "lib",
+        ];
         let d = self.rng.pick(&dirs);
         let w = self.rng.pick(WORDS).replace(' ', "_");
         let w2 = self.rng.pick(WORDS);
@@ -671,17 +907,27 @@ impl<'p> Gen<'p> {
                     o.extend_from_slice(b" id=");
                     o.extend_from_slice(uuid(&mut self.rng).as_bytes());
                     o.extend_from_slice(
-                        format!(" took={}ms status={} path=/api/v1/{}/{}\n", self.rng.below(3000),
+                        format!(
+                            " took={}ms status={} path=/api/v1/{}/{}\n",
+                            self.rng.below(3000),
                             [200, 200, 201, 404, 500][self.rng.below(5) as usize],
-                            self.rng.pick(WORDS), self.rng.below(1_000_000)).as_bytes(),
+                            self.rng.pick(WORDS),
+                            self.rng.below(1_000_000)
+                        )
+                        .as_bytes(),
                     );
                 }
                 2 => {
                     let sz = self.rng.loguniform(10.0, 5e7);
                     let p = self.path();
                     o.extend_from_slice(
-                        format!("-rw-r--r--  1 user user {sz:>10} Mar {:>2} {:02}:{:02} {p}\n",
-                            self.rng.range(1, 28), self.rng.below(24), self.rng.below(60)).as_bytes(),
+                        format!(
+                            "-rw-r--r--  1 user user {sz:>10} Mar {:>2} {:02}:{:02} {p}\n",
+                            self.rng.range(1, 28),
+                            self.rng.below(24),
+                            self.rng.below(60)
+                        )
+                        .as_bytes(),
                     );
                 }
                 3 => {
@@ -704,7 +950,13 @@ impl<'p> Gen<'p> {
                     let w1 = self.rng.pick(WORDS);
                     let w2 = self.rng.pick(WORDS);
                     let r = if self.rng.chance(0.9) { "ok" } else { "FAILED" };
-                    o.extend_from_slice(format!("test {w1}::tests::{w2}_{:x} ... {r}\n", self.rng.next() & 0xffffff).as_bytes());
+                    o.extend_from_slice(
+                        format!(
+                            "test {w1}::tests::{w2}_{:x} ... {r}\n",
+                            self.rng.next() & 0xffffff
+                        )
+                        .as_bytes(),
+                    );
                 }
             }
         }
@@ -718,10 +970,27 @@ impl<'p> Gen<'p> {
     fn usage(&mut self, s: &mut Sess, with_total: bool) {
         let input = self.rng.loguniform(50.0, 60000.0) as u64;
         let output = self.rng.loguniform(10.0, 8000.0) as u64;
-        let cr = if self.rng.chance(0.8) { self.rng.loguniform(1000.0, 180000.0) as u64 } else { 0 };
-        let cw = if self.rng.chance(0.5) { self.rng.loguniform(100.0, 20000.0) as u64 } else { 0 };
-        let (ci, co, ccr, ccw) = (input as f64 * 3e-6, output as f64 * 15e-6, cr as f64 * 0.3e-6, cw as f64 * 3.75e-6);
-        let total = if with_total { format!(",\"totalTokens\":{}", input + output + cr + cw) } else { String::new() };
+        let cr = if self.rng.chance(0.8) {
+            self.rng.loguniform(1000.0, 180000.0) as u64
+        } else {
+            0
+        };
+        let cw = if self.rng.chance(0.5) {
+            self.rng.loguniform(100.0, 20000.0) as u64
+        } else {
+            0
+        };
+        let (ci, co, ccr, ccw) = (
+            input as f64 * 3e-6,
+            output as f64 * 15e-6,
+            cr as f64 * 0.3e-6,
+            cw as f64 * 3.75e-6,
+        );
+        let total = if with_total {
+            format!(",\"totalTokens\":{}", input + output + cr + cw)
+        } else {
+            String::new()
+        };
         s.buf.extend_from_slice(
             format!(
                 "\"usage\":{{\"input\":{input},\"output\":{output},\"cacheRead\":{cr},\"cacheWrite\":{cw}{total},\"cost\":{{\"input\":{ci},\"output\":{co},\"cacheRead\":{ccr},\"cacheWrite\":{ccw},\"total\":{}}}}}",
@@ -757,26 +1026,30 @@ impl<'p> Gen<'p> {
             text.push_str(self.code(n));
             text.push_str("\n```");
         }
-        s.buf.extend_from_slice(b"{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":");
+        s.buf
+            .extend_from_slice(b"{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":");
         push_str_json(&mut s.buf, text.as_bytes());
         s.buf.push(b'}');
         if allow_image && self.want_image(0.02) {
             s.buf.push(b',');
             self.image_block(s);
         }
-        s.buf.extend_from_slice(format!("],\"timestamp\":{}}}", s.now).as_bytes());
+        s.buf
+            .extend_from_slice(format!("],\"timestamp\":{}}}", s.now).as_bytes());
     }
 
     /// Assistant message; returns the tool calls it made as (call id, tool name).
     fn assistant_msg(&mut self, s: &mut Sess, ncalls: usize) -> Vec<(String, &'static str)> {
         let mut calls = Vec::new();
-        s.buf.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
+        s.buf
+            .extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
         let mut first = true;
         let (api, provider, model) = MODELS[s.model];
         if provider != "openai" && self.rng.chance(0.6) {
             let n = self.rng.lognormal(400.0, 1.0, 20.0, 12000.0);
             let t = self.prose(n);
-            s.buf.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+            s.buf
+                .extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
             push_str_json(&mut s.buf, t.as_bytes());
             s.buf.extend_from_slice(b",\"thinkingSignature\":\"");
             let sig = self.rng.range(200, 1400) as usize;
@@ -826,8 +1099,21 @@ impl<'p> Gen<'p> {
             s.buf.extend_from_slice(b"\",\"arguments\":{");
             match name {
                 "bash" => {
-                    let cmds = ["cargo test", "cargo build --release", "git status", "ls -la", "rg -n", "npm run check", "git log --oneline -20", "cat"];
-                    let c = format!("cd /home/user/proj && {} {}", self.rng.pick(&cmds), self.path());
+                    let cmds = [
+                        "cargo test",
+                        "cargo build --release",
+                        "git status",
+                        "ls -la",
+                        "rg -n",
+                        "npm run check",
+                        "git log --oneline -20",
+                        "cat",
+                    ];
+                    let c = format!(
+                        "cd /home/user/proj && {} {}",
+                        self.rng.pick(&cmds),
+                        self.path()
+                    );
                     s.buf.extend_from_slice(b"\"command\":");
                     push_str_json(&mut s.buf, c.as_bytes());
                 }
@@ -874,13 +1160,22 @@ impl<'p> Gen<'p> {
             s.buf.extend_from_slice(b"}}");
             calls.push((id, name));
         }
-        let stop = if ncalls > 0 { "toolUse" } else if self.rng.chance(0.02) { "aborted" } else { "stop" };
+        let stop = if ncalls > 0 {
+            "toolUse"
+        } else if self.rng.chance(0.02) {
+            "aborted"
+        } else {
+            "stop"
+        };
         s.buf.extend_from_slice(
-            format!("],\"api\":\"{api}\",\"provider\":\"{provider}\",\"model\":\"{model}\",").as_bytes(),
+            format!("],\"api\":\"{api}\",\"provider\":\"{provider}\",\"model\":\"{model}\",")
+                .as_bytes(),
         );
         let v1 = s.v1;
         self.usage(s, !v1);
-        s.buf.extend_from_slice(format!(",\"stopReason\":\"{stop}\",\"timestamp\":{}}}", s.now).as_bytes());
+        s.buf.extend_from_slice(
+            format!(",\"stopReason\":\"{stop}\",\"timestamp\":{}}}", s.now).as_bytes(),
+        );
         calls
     }
 
@@ -898,7 +1193,12 @@ impl<'p> Gen<'p> {
             }
         };
         if name == "edit" || name == "write" {
-            return format!("Successfully wrote {} bytes to {}", self.rng.below(40000), self.path()).into_bytes();
+            return format!(
+                "Successfully wrote {} bytes to {}",
+                self.rng.below(40000),
+                self.path()
+            )
+            .into_bytes();
         }
         let kind = self.rng.f64();
         if kind < 0.35 || (name == "bash" && kind < 0.6) {
@@ -911,15 +1211,20 @@ impl<'p> Gen<'p> {
     }
 
     fn tool_result_msg(&mut self, s: &mut Sess, call_id: &str, name: &str) {
-        s.buf.extend_from_slice(b"{\"role\":\"toolResult\",\"toolCallId\":\"");
+        s.buf
+            .extend_from_slice(b"{\"role\":\"toolResult\",\"toolCallId\":\"");
         s.buf.extend_from_slice(call_id.as_bytes());
         s.buf.extend_from_slice(b"\",\"toolName\":\"");
         s.buf.extend_from_slice(name.as_bytes());
         s.buf.extend_from_slice(b"\",\"content\":[");
         if name == "read" && self.want_image(0.025) {
-            s.buf.extend_from_slice(b"{\"type\":\"text\",\"text\":\"Read image file [image/png]\"},");
+            s.buf.extend_from_slice(
+                b"{\"type\":\"text\",\"text\":\"Read image file [image/png]\"},",
+            );
             self.image_block(s);
-            s.buf.extend_from_slice(format!("],\"isError\":false,\"timestamp\":{}}}", s.now).as_bytes());
+            s.buf.extend_from_slice(
+                format!("],\"isError\":false,\"timestamp\":{}}}", s.now).as_bytes(),
+            );
             return;
         }
         if name == "subagent" {
@@ -930,8 +1235,14 @@ impl<'p> Gen<'p> {
             s.buf.extend_from_slice(b"}],\"details\":{\"mode\":\"");
             let mode = *self.rng.pick(&["single", "single", "parallel", "chain"]);
             s.buf.extend_from_slice(mode.as_bytes());
-            s.buf.extend_from_slice(b"\",\"agentScope\":\"user\",\"projectAgentsDir\":null,\"results\":[");
-            let nres = if mode == "single" { 1 } else { self.rng.range(2, 4) };
+            s.buf.extend_from_slice(
+                b"\",\"agentScope\":\"user\",\"projectAgentsDir\":null,\"results\":[",
+            );
+            let nres = if mode == "single" {
+                1
+            } else {
+                self.rng.range(2, 4)
+            };
             for r in 0..nres {
                 if r > 0 {
                     s.buf.push(b',');
@@ -941,7 +1252,8 @@ impl<'p> Gen<'p> {
                 let task = self.prose(n);
                 s.buf.extend_from_slice(b"{\"agent\":\"");
                 s.buf.extend_from_slice(agent.as_bytes());
-                s.buf.extend_from_slice(b"\",\"agentSource\":\"user\",\"task\":");
+                s.buf
+                    .extend_from_slice(b"\",\"agentSource\":\"user\",\"task\":");
                 push_str_json(&mut s.buf, task.as_bytes());
                 s.buf.extend_from_slice(b",\"exitCode\":0,\"messages\":[");
                 // child transcript: user, then assistant/toolResult pairs, final assistant
@@ -971,14 +1283,18 @@ impl<'p> Gen<'p> {
                     .as_bytes(),
                 );
             }
-            s.buf.extend_from_slice(format!("]}},\"isError\":false,\"timestamp\":{}}}", s.now).as_bytes());
+            s.buf.extend_from_slice(
+                format!("]}},\"isError\":false,\"timestamp\":{}}}", s.now).as_bytes(),
+            );
             return;
         }
         let out = self.tool_output(s.now, name);
         s.buf.extend_from_slice(b"{\"type\":\"text\",\"text\":");
         push_str_json(&mut s.buf, &out);
         let is_err = self.rng.chance(0.05);
-        s.buf.extend_from_slice(format!("}}],\"isError\":{is_err},\"timestamp\":{}}}", s.now).as_bytes());
+        s.buf.extend_from_slice(
+            format!("}}],\"isError\":{is_err},\"timestamp\":{}}}", s.now).as_bytes(),
+        );
     }
 
     fn message_entry(&mut self, s: &mut Sess, f: impl FnOnce(&mut Self, &mut Sess)) {
@@ -997,7 +1313,11 @@ impl<'p> Gen<'p> {
         let steps = self.rng.loguniform(1.0, 14.0);
         for _ in 0..steps {
             self.tick(s, 1000, 30000);
-            let n = if self.rng.chance(0.8) { 1 } else { self.rng.range(2, 3) as usize };
+            let n = if self.rng.chance(0.8) {
+                1
+            } else {
+                self.rng.range(2, 3) as usize
+            };
             let mut calls = Vec::new();
             self.message_entry(s, |g, s| calls = g.assistant_msg(s, n));
             for (cid, name) in calls {
@@ -1034,27 +1354,35 @@ impl<'p> Gen<'p> {
     fn model_change(&mut self, s: &mut Sess) {
         let (_, provider, model) = MODELS[s.model];
         self.begin(s, "model_change");
-        s.buf.extend_from_slice(format!(",\"provider\":\"{provider}\",\"modelId\":\"{model}\"").as_bytes());
+        s.buf.extend_from_slice(
+            format!(",\"provider\":\"{provider}\",\"modelId\":\"{model}\"").as_bytes(),
+        );
         self.end(s);
     }
 
     fn thinking_change(&mut self, s: &mut Sess) {
         let t = self.rng.pick(THINKING);
         self.begin(s, "thinking_level_change");
-        s.buf.extend_from_slice(format!(",\"thinkingLevel\":\"{t}\"").as_bytes());
+        s.buf
+            .extend_from_slice(format!(",\"thinkingLevel\":\"{t}\"").as_bytes());
         self.end(s);
     }
 
     fn compaction(&mut self, s: &mut Sess) {
         let n = self.rng.lognormal(3000.0, 0.6, 500.0, 20000.0);
-        let summary = format!("# Context Checkpoint Summary\n\n## Progress\n{}", self.prose(n));
+        let summary = format!(
+            "# Context Checkpoint Summary\n\n## Progress\n{}",
+            self.prose(n)
+        );
         let tokens = self.rng.range(80_000, 190_000);
         if s.v1 {
             let idx = (s.lines.saturating_sub(self.rng.range(5, 40))).max(1);
             self.begin(s, "compaction");
             s.buf.extend_from_slice(b",\"summary\":");
             push_str_json(&mut s.buf, summary.as_bytes());
-            s.buf.extend_from_slice(format!(",\"firstKeptEntryIndex\":{idx},\"tokensBefore\":{tokens}}}\n").as_bytes());
+            s.buf.extend_from_slice(
+                format!(",\"firstKeptEntryIndex\":{idx},\"tokensBefore\":{tokens}}}\n").as_bytes(),
+            );
             s.lines += 1;
             return;
         }
@@ -1065,7 +1393,9 @@ impl<'p> Gen<'p> {
         push_str_json(&mut s.buf, summary.as_bytes());
         s.buf.extend_from_slice(b",\"firstKeptEntryId\":");
         push_id(&mut s.buf, keep);
-        s.buf.extend_from_slice(format!(",\"tokensBefore\":{tokens},\"details\":{{\"readFiles\":[").as_bytes());
+        s.buf.extend_from_slice(
+            format!(",\"tokensBefore\":{tokens},\"details\":{{\"readFiles\":[").as_bytes(),
+        );
         for i in 0..self.rng.range(1, 6) {
             if i > 0 {
                 s.buf.push(b',');
@@ -1106,7 +1436,8 @@ impl<'p> Gen<'p> {
         self.begin(s, "label");
         s.buf.extend_from_slice(b",\"targetId\":");
         push_id(&mut s.buf, target);
-        s.buf.extend_from_slice(format!(",\"label\":\"{l}\"").as_bytes());
+        s.buf
+            .extend_from_slice(format!(",\"label\":\"{l}\"").as_bytes());
         self.end(s);
     }
 
@@ -1173,6 +1504,10 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// What a fork copies from the previous session: path, body, leaf, ids,
+/// message ids, model index, line count.
+type ForkSource = (String, Vec<u8>, Option<u32>, Vec<u32>, Vec<u32>, usize, u64);
+
 fn main() -> std::io::Result<()> {
     let mut out: Option<PathBuf> = None;
     let mut size = 100u64 << 20;
@@ -1217,22 +1552,42 @@ fn main() -> std::io::Result<()> {
     let mut g = Gen {
         rng,
         pools: &pools,
-        stats: Stats { files: 0, bytes: 0, lines: 0, img_bytes: 0, big_results: 0, tool_results: 0, v1: 0, forks: 0, entries: 0 },
+        stats: Stats {
+            files: 0,
+            bytes: 0,
+            lines: 0,
+            img_bytes: 0,
+            big_results: 0,
+            tool_results: 0,
+            v1: 0,
+            forks: 0,
+            entries: 0,
+        },
         img_target: 0.22,
     };
     let mut clock: i64 = 1_767_657_600_000; // 2026-01-06
     // previous session (for forks): (abs path, bytes after header, last entry id, msg ids, model)
-    let mut prev: Option<(String, Vec<u8>, Option<u32>, Vec<u32>, Vec<u32>, usize, u64)> = None;
+    let mut prev: Option<ForkSource> = None;
 
     // With --sessions N exactly N files are written (sizes steer towards --size); otherwise
     // sessions are generated until --size bytes are reached.
-    while match sessions { Some(n) => g.stats.files < n, None => g.stats.bytes < size } {
+    while match sessions {
+        Some(n) => g.stats.files < n,
+        None => g.stats.bytes < size,
+    } {
         let remaining = size.saturating_sub(g.stats.bytes).max(16 << 10);
         let (target_entries, budget) = match sessions {
             Some(n) => {
                 let left = (n - g.stats.files).max(1);
-                let f = if left == 1 { 1.0 } else { 0.3 + 1.4 * g.rng.f64() };
-                (u64::MAX, ((remaining as f64 / left as f64) * f).max(1.0) as u64)
+                let f = if left == 1 {
+                    1.0
+                } else {
+                    0.3 + 1.4 * g.rng.f64()
+                };
+                (
+                    u64::MAX,
+                    ((remaining as f64 / left as f64) * f).max(1.0) as u64,
+                )
             }
             None => {
                 // 10..2000 entries, skewed towards short sessions (mean ≈ 200 lines).
@@ -1249,7 +1604,9 @@ fn main() -> std::io::Result<()> {
         let v1 = !fork && g.rng.chance(0.03);
         let mut s = Sess::new(v1, clock, model);
         let fname = format!("{}_{id}.jsonl", iso(clock).replace([':', '.'], "-"));
-        let path = out_abs.join(format!("--home-user-{}--", projects[pi])).join(&fname);
+        let path = out_abs
+            .join(format!("--home-user-{}--", projects[pi]))
+            .join(&fname);
         if fork {
             let (ppath, pbody, pleaf, pids, pmsg, pmodel, plines) = prev.take().unwrap();
             g.header(&mut s, &id, &cwd, Some(&ppath));
@@ -1262,7 +1619,11 @@ fn main() -> std::io::Result<()> {
             s.model = pmodel;
             let extra = g.rng.range(5, 60);
             // a fork is the copied body plus a few turns; in --sessions mode it counts against the budget
-            let cap = if sessions.is_some() { budget.max(s.buf.len() as u64 + (16 << 10)) } else { s.buf.len() as u64 + remaining };
+            let cap = if sessions.is_some() {
+                budget.max(s.buf.len() as u64 + (16 << 10))
+            } else {
+                s.buf.len() as u64 + remaining
+            };
             g.body(&mut s, extra, cap);
             g.stats.forks += 1;
         } else {
@@ -1283,16 +1644,34 @@ fn main() -> std::io::Result<()> {
         if !s.v1 {
             let nl = s.buf.iter().position(|&b| b == b'\n').unwrap() + 1;
             let body = s.buf[nl..].to_vec();
-            prev = Some((path.to_string_lossy().into_owned(), body, s.leaf, s.ids, s.msg_ids, s.model, s.lines - 1));
+            prev = Some((
+                path.to_string_lossy().into_owned(),
+                body,
+                s.leaf,
+                s.ids,
+                s.msg_ids,
+                s.model,
+                s.lines - 1,
+            ));
         }
     }
     let secs = t0.elapsed().as_secs_f64();
     let st = &g.stats;
     eprintln!(
         "gen_corpus: {} files, {} lines, {:.1} MB in {:.2}s ({:.0} MB/s); images {:.1}%, {} v1, {} forks, {} tool results ({} multi-MB), {} projects, code pool {:.1} MB ({} registry files)",
-        st.files, st.lines, st.bytes as f64 / 1e6, secs, st.bytes as f64 / 1e6 / secs,
-        100.0 * st.img_bytes as f64 / st.bytes.max(1) as f64, st.v1, st.forks, st.tool_results, st.big_results,
-        projects.len(), pools.code.len() as f64 / 1e6, pools.registry_files
+        st.files,
+        st.lines,
+        st.bytes as f64 / 1e6,
+        secs,
+        st.bytes as f64 / 1e6 / secs,
+        100.0 * st.img_bytes as f64 / st.bytes.max(1) as f64,
+        st.v1,
+        st.forks,
+        st.tool_results,
+        st.big_results,
+        projects.len(),
+        pools.code.len() as f64 / 1e6,
+        pools.registry_files
     );
     println!(
         "{}",

@@ -404,8 +404,10 @@ impl Store {
                      ORDER BY entry_rowid, block_index LIMIT 1",
                 )
                 .and_then(|mut stmt| {
-                    stmt.query_row(params![key.file_id, call_id], |row| Ok((row.get(0)?, row.get(1)?)))
-                        .optional()
+                    stmt.query_row(params![key.file_id, call_id], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })
+                    .optional()
                 })
                 .map_err(self.err())?;
             let Some((call_rowid, call_path)) = call else {
