@@ -286,6 +286,10 @@ CREATE VIRTUAL TABLE fts USING fts5(
   content_rowid = 'chunk_id',
   tokenize = 'unicode61 remove_diacritics 2'
 );
+-- FTS5 writes its in-memory buffer as a new segment whenever it exceeds
+-- `hashsize` (default 1 MB), and then spends its time merging those small
+-- segments. A commit is ~32 MB of input: buffer it whole.
+INSERT INTO fts(fts, rank) VALUES ('hashsize', 67108864);
 
 -- Full text of one indexed field (all chunks of it).
 CREATE VIEW texts AS

@@ -63,6 +63,9 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// FTS rows of the open transaction, inserted together just before
+    /// commit (see `write.rs`, `flush_fts`).
+    pending_fts: std::cell::RefCell<Vec<(i64, String)>>,
 }
 
 impl Store {
@@ -78,6 +81,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_owned(),
+            pending_fts: Default::default(),
         };
         store.configure(false)?;
         schema::migrate(&mut store.conn, path)?;
@@ -98,6 +102,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_owned(),
+            pending_fts: Default::default(),
         };
         store.configure(true)?;
         schema::check_readable(&store.conn, path)?;

@@ -46,7 +46,27 @@ impl Store {
     }
 
     pub fn commit(&self) -> Result<()> {
+        self.flush_fts()?;
         self.conn.execute_batch("COMMIT").map_err(self.err())
+    }
+
+    /// Inserts the queued FTS rows. FTS5 buffers inserts in memory, but it
+    /// flushes that buffer to a new segment whenever any statement of the
+    /// transaction opens a statement journal (e.g. an INSERT into a table
+    /// with a UNIQUE constraint): interleaving FTS inserts with the other
+    /// rows wrote thousands of tiny segments and spent a third of the sync
+    /// merging them. Queued, they become one segment per commit. Must run
+    /// before any FTS delete, which may only delete rows the index has.
+    fn flush_fts(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.pending_fts.borrow_mut());
+        let mut stmt = self
+            .conn
+            .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
+            .map_err(self.err())?;
+        for (chunk_id, body) in &pending {
+            stmt.execute(params![chunk_id, body]).map_err(self.err())?;
+        }
+        Ok(())
     }
 
     /// Applies one batch inside the open transaction.
@@ -111,6 +131,7 @@ impl Store {
     }
 
     fn delete_file_rows(&self, file_id: i64) -> Result<()> {
+        self.flush_fts()?;
         let sql = [
             "DELETE FROM fts WHERE rowid IN (SELECT chunk_id FROM chunks WHERE file_id = ?1)",
             "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",
@@ -644,10 +665,9 @@ impl Store {
                     .map_err(self.err())?;
                 let chunk_id = self.conn.last_insert_rowid();
                 let body = text.text.get(start..start + len).unwrap_or_default();
-                self.conn
-                    .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
-                    .and_then(|mut stmt| stmt.execute(params![chunk_id, body]))
-                    .map_err(self.err())?;
+                self.pending_fts
+                    .borrow_mut()
+                    .push((chunk_id, body.to_owned()));
             }
         }
         Ok(())
