@@ -2,3 +2,7 @@
 //! with typed rows; printing is `output`'s job.
 
 pub mod sql;
+pub mod export;
+pub mod sessions;
+pub mod show;
+pub mod tree;
