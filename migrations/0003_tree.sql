@@ -4,30 +4,35 @@
 -- every append, so it is computed on read. Recursive CTEs are cycle-guarded
 -- by a depth limit (a path can never be longer than the file's entry count).
 -- Glued objects (recovered from a line Pi could not parse) are ignored, as
--- Pi never sees them. Duplicate ids resolve to the LAST occurrence, like
+-- Pi never sees them; in v1 files (synthetic chain) the walk passes through
+-- them, as Pi's migration chains only the lines it parsed. Duplicate ids resolve to the LAST occurrence, like
 -- Pi's byId Map.
 
 -- Entries on each session's current branch: the path from the leaf (the
 -- last entry in file order) to its root. depth 0 = the leaf.
 CREATE VIEW v_active_path AS
-WITH RECURSIVE walk(file_id, entry_rowid, depth, max_depth) AS (
+WITH RECURSIVE walk(file_id, entry_rowid, depth, max_depth, v1) AS (
   SELECT s.file_id,
          (SELECT max(e.entry_rowid) FROM entries e WHERE e.file_id = s.file_id AND e.glued = 0),
          0,
-         s.entry_count
+         s.entry_count,
+         s.version < 2
   FROM sessions s
   UNION ALL
   SELECT w.file_id,
          (SELECT max(p.entry_rowid) FROM entries p
-           WHERE p.file_id = w.file_id AND p.entry_id = e.parent_id AND p.glued = 0),
+           WHERE p.file_id = w.file_id AND p.entry_id = e.parent_id
+             AND (p.glued = 0 OR w.v1)),
          w.depth + 1,
-         w.max_depth
+         w.max_depth,
+         w.v1
   FROM walk w JOIN entries e ON e.entry_rowid = w.entry_rowid
   WHERE e.parent_id IS NOT NULL AND w.depth < w.max_depth
 )
 SELECT w.file_id, e.session_id, w.entry_rowid, e.entry_id, e.parent_id, e.type,
        min(w.depth) AS depth
 FROM walk w JOIN entries e ON e.entry_rowid = w.entry_rowid
+WHERE e.glued = 0
 GROUP BY w.file_id, w.entry_rowid;
 
 -- Entries whose parentId names no entry of the same file (Pi treats them as

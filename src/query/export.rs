@@ -33,7 +33,11 @@ pub enum ExportError {
 }
 
 /// Writes the session as JSONL to `out`; returns the number of entry lines.
-pub fn export(store: &Store, session: &SessionRef, out: &mut dyn Write) -> Result<u64, ExportError> {
+pub fn export(
+    store: &Store,
+    session: &SessionRef,
+    out: &mut dyn Write,
+) -> Result<u64, ExportError> {
     let conn = store.connection();
     let header: String = conn.query_row(
         "SELECT header_raw FROM sessions WHERE file_id = ?1",
@@ -62,10 +66,11 @@ pub fn export(store: &Store, session: &SessionRef, out: &mut dyn Write) -> Resul
         if !has_images {
             out.write_all(raw.as_bytes())?;
         } else {
-            let mut value: Value = serde_json::from_str(&raw).map_err(|source| ExportError::BadRaw {
-                entry: entry.clone(),
-                source,
-            })?;
+            let mut value: Value =
+                serde_json::from_str(&raw).map_err(|source| ExportError::BadRaw {
+                    entry: entry.clone(),
+                    source,
+                })?;
             let mut payloads = images.query([rowid])?;
             while let Some(image) = payloads.next()? {
                 let path: String = image.get(0)?;

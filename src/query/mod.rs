@@ -1,8 +1,8 @@
 //! Stage 6: questions asked of the index. Each submodule answers one command
 //! with typed rows; printing is `output`'s job.
 
-pub mod sql;
 pub mod export;
 pub mod sessions;
 pub mod show;
+pub mod sql;
 pub mod tree;

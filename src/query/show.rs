@@ -42,7 +42,9 @@ pub fn path_json(tree: &SessionTree, path: &[usize]) -> Value {
                 if *rowid != node.rowid {
                     continue;
                 }
-                if let Some(object) = json_path_mut(&mut raw, json_path).and_then(Value::as_object_mut) {
+                if let Some(object) =
+                    json_path_mut(&mut raw, json_path).and_then(Value::as_object_mut)
+                {
                     object.insert(
                         info.payload_key.clone(),
                         Value::from(image_placeholder(info.mime_type.as_deref(), info.byte_len)),
@@ -85,7 +87,15 @@ pub fn render_context(tree: &SessionTree, path: &[usize], style: Style) -> Strin
         if printed.contains(&item.node) && item.kind == ContextKind::Message {
             continue;
         }
-        render_item(tree, item.node, item.kind, style, &results, &mut printed, &mut out);
+        render_item(
+            tree,
+            item.node,
+            item.kind,
+            style,
+            &results,
+            &mut printed,
+            &mut out,
+        );
     }
     out
 }
@@ -116,10 +126,22 @@ pub fn render_all(tree: &SessionTree, style: Style) -> String {
             _ => None,
         };
         match kind {
-            Some(kind) => render_item(tree, index, kind, style, &no_results, &mut printed, &mut out),
+            Some(kind) => render_item(
+                tree,
+                index,
+                kind,
+                style,
+                &no_results,
+                &mut printed,
+                &mut out,
+            ),
             None => {
                 let marker = if active.contains(&index) { "•" } else { " " };
-                out.push_str(&format!("{marker} {} {}\n\n", node.id, describe(tree, index)));
+                out.push_str(&format!(
+                    "{marker} {} {}\n\n",
+                    node.id,
+                    describe(tree, index)
+                ));
             }
         }
         let kids = &children[index];
@@ -138,7 +160,11 @@ pub fn render_all(tree: &SessionTree, style: Style) -> String {
                     i + 1,
                     kids.len(),
                     node.id,
-                    if active.contains(&kid) { " (current)" } else { "" }
+                    if active.contains(&kid) {
+                        " (current)"
+                    } else {
+                        ""
+                    }
                 )
             });
             stack.push((kid, banner));
@@ -150,7 +176,10 @@ pub fn render_all(tree: &SessionTree, style: Style) -> String {
 fn title(tree: &SessionTree, style: Style, out: &mut String) {
     let header = &tree.header;
     let cwd = header.get("cwd").and_then(Value::as_str).unwrap_or("");
-    let created = header.get("timestamp").and_then(Value::as_str).unwrap_or("");
+    let created = header
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     match style {
         Style::Markdown => out.push_str(&format!(
             "# Session {}\n\n- file: `{}`\n- cwd: `{cwd}`\n- created: {created}\n\n",
@@ -178,7 +207,13 @@ fn heading(tree: &SessionTree, index: usize, what: &str, style: Style, out: &mut
         .and_then(|m| m.get("timestamp"))
         .and_then(Value::as_i64)
         .or(node.timestamp_ms)
-        .map(|ms| format_iso_ms(ms).replace('T', " ").chars().take(19).collect::<String>())
+        .map(|ms| {
+            format_iso_ms(ms)
+                .replace('T', " ")
+                .chars()
+                .take(19)
+                .collect::<String>()
+        })
         .unwrap_or_default();
     let label = tree
         .labels
@@ -192,7 +227,13 @@ fn heading(tree: &SessionTree, index: usize, what: &str, style: Style, out: &mut
 }
 
 /// Text and image blocks (thinking and tool calls are handled by the caller).
-fn content(tree: &SessionTree, index: usize, value: Option<&Value>, base: &str, style: Style) -> String {
+fn content(
+    tree: &SessionTree,
+    index: usize,
+    value: Option<&Value>,
+    base: &str,
+    style: Style,
+) -> String {
     let node = &tree.nodes[index];
     match value {
         Some(Value::String(text)) => text.clone(),
@@ -200,9 +241,13 @@ fn content(tree: &SessionTree, index: usize, value: Option<&Value>, base: &str, 
             let mut parts = Vec::new();
             for (i, block) in blocks.iter().enumerate() {
                 match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        parts.push(block.get("text").and_then(Value::as_str).unwrap_or("").to_owned())
-                    }
+                    Some("text") => parts.push(
+                        block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                    ),
                     Some("image") => {
                         let path = format!("{base}[{i}]");
                         let info = tree.images.get(&(node.rowid, path));
@@ -212,7 +257,11 @@ fn content(tree: &SessionTree, index: usize, value: Option<&Value>, base: &str, 
                     Some("thinking") => {
                         let text = block.get("thinking").and_then(Value::as_str).unwrap_or("");
                         let redacted = block.get("redacted").and_then(Value::as_bool) == Some(true);
-                        let text = if redacted { "[redacted thinking]" } else { text };
+                        let text = if redacted {
+                            "[redacted thinking]"
+                        } else {
+                            text
+                        };
                         if !text.is_empty() {
                             parts.push(quote(&format!("thinking: {text}"), style));
                         }
@@ -230,8 +279,16 @@ fn content(tree: &SessionTree, index: usize, value: Option<&Value>, base: &str, 
 
 fn quote(text: &str, style: Style) -> String {
     match style {
-        Style::Markdown => text.lines().map(|l| format!("> {l}")).collect::<Vec<_>>().join("\n"),
-        Style::Text => text.lines().map(|l| format!("  ┊ {l}")).collect::<Vec<_>>().join("\n"),
+        Style::Markdown => text
+            .lines()
+            .map(|l| format!("> {l}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Style::Text => text
+            .lines()
+            .map(|l| format!("  ┊ {l}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
     }
 }
 
@@ -241,7 +298,11 @@ fn fenced(text: &str, style: Style) -> String {
             let fence = if text.contains("```") { "~~~~" } else { "```" };
             format!("{fence}\n{text}\n{fence}")
         }
-        Style::Text => text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"),
+        Style::Text => text
+            .lines()
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
     }
 }
 
@@ -261,7 +322,13 @@ fn render_item(
     match kind {
         ContextKind::CompactionSummary => {
             let tokens = raw.get("tokensBefore").and_then(Value::as_i64).unwrap_or(0);
-            heading(tree, index, &format!("compaction summary ({tokens} tokens before)"), style, out);
+            heading(
+                tree,
+                index,
+                &format!("compaction summary ({tokens} tokens before)"),
+                style,
+                out,
+            );
             out.push_str(&str_of(raw, "summary"));
         }
         ContextKind::BranchSummary => {
@@ -269,8 +336,20 @@ fn render_item(
             out.push_str(&str_of(raw, "summary"));
         }
         ContextKind::Custom => {
-            heading(tree, index, &format!("custom: {}", str_of(raw, "customType")), style, out);
-            out.push_str(&content(tree, index, raw.get("content"), "$.content", style));
+            heading(
+                tree,
+                index,
+                &format!("custom: {}", str_of(raw, "customType")),
+                style,
+                out,
+            );
+            out.push_str(&content(
+                tree,
+                index,
+                raw.get("content"),
+                "$.content",
+                style,
+            ));
         }
         ContextKind::Message => {
             let message = raw.get("message").cloned().unwrap_or(Value::Null);
@@ -279,14 +358,28 @@ fn render_item(
                 "assistant" => {
                     let model = str_of(&message, "model");
                     heading(tree, index, &format!("assistant ({model})"), style, out);
-                    let body = content(tree, index, message.get("content"), "$.message.content", style);
+                    let body = content(
+                        tree,
+                        index,
+                        message.get("content"),
+                        "$.message.content",
+                        style,
+                    );
                     out.push_str(&body);
-                    for block in message.get("content").and_then(Value::as_array).into_iter().flatten() {
+                    for block in message
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
                         if block.get("type").and_then(Value::as_str) != Some("toolCall") {
                             continue;
                         }
                         let name = str_of(block, "name");
-                        let args = block.get("arguments").map(Value::to_string).unwrap_or_default();
+                        let args = block
+                            .get("arguments")
+                            .map(Value::to_string)
+                            .unwrap_or_default();
                         out.push_str(&format!("\n→ {name} {args}"));
                         let call_id = str_of(block, "id");
                         if let Some(&result) = results.get(&call_id) {
@@ -316,8 +409,20 @@ fn render_item(
                     }
                 }
                 "toolResult" => {
-                    heading(tree, index, &format!("tool result: {}", str_of(&message, "toolName")), style, out);
-                    let text = content(tree, index, message.get("content"), "$.message.content", style);
+                    heading(
+                        tree,
+                        index,
+                        &format!("tool result: {}", str_of(&message, "toolName")),
+                        style,
+                        out,
+                    );
+                    let text = content(
+                        tree,
+                        index,
+                        message.get("content"),
+                        "$.message.content",
+                        style,
+                    );
                     out.push_str(&fenced(&text, style));
                 }
                 "bashExecution" => {
@@ -326,7 +431,10 @@ fn render_item(
                         .get("exitCode")
                         .and_then(Value::as_i64)
                         .map_or("none".to_owned(), |c| c.to_string());
-                    out.push_str(&format!("$ {}  (exit {code})\n", str_of(&message, "command")));
+                    out.push_str(&format!(
+                        "$ {}  (exit {code})\n",
+                        str_of(&message, "command")
+                    ));
                     out.push_str(&fenced(&str_of(&message, "output"), style));
                 }
                 other => {
@@ -335,7 +443,13 @@ fn render_item(
                         _ => other.to_owned(),
                     };
                     heading(tree, index, &what, style, out);
-                    out.push_str(&content(tree, index, message.get("content"), "$.message.content", style));
+                    out.push_str(&content(
+                        tree,
+                        index,
+                        message.get("content"),
+                        "$.message.content",
+                        style,
+                    ));
                 }
             }
         }

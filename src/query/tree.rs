@@ -45,6 +45,10 @@ pub enum ViewError {
     Store(#[from] crate::store::StoreError),
 }
 
+fn header_version(header: &Value) -> i64 {
+    header.get("version").and_then(Value::as_i64).unwrap_or(1)
+}
+
 /// The indexed file a SESSION argument names.
 #[derive(Debug, Clone)]
 pub struct SessionRef {
@@ -169,6 +173,20 @@ impl SessionTree {
             entry: "header".into(),
             source,
         })?;
+        // Glued objects are invisible to Pi. In v1 files Pi's migration chains
+        // the entries it parsed, so a synthetic parent that names a glued
+        // object is replaced by that object's own parent.
+        let v1 = header_version(&header) < 2;
+        let mut glued_parent: HashMap<String, Option<String>> = HashMap::new();
+        if v1 {
+            let mut stmt = conn.prepare(
+                "SELECT entry_id, parent_id FROM entries WHERE file_id = ?1 AND glued = 1",
+            )?;
+            let mut rows = stmt.query([session.file_id])?;
+            while let Some(row) = rows.next()? {
+                glued_parent.insert(row.get(0)?, row.get(1)?);
+            }
+        }
         let mut stmt = conn.prepare(
             "SELECT entry_rowid, entry_id, parent_id, type, timestamp, timestamp_ms, line_no, raw
                FROM entries WHERE file_id = ?1 AND glued = 0
@@ -179,6 +197,15 @@ impl SessionTree {
         while let Some(row) = rows.next()? {
             let raw: String = row.get(7)?;
             let id: String = row.get(1)?;
+            let mut parent: Option<String> = row.get(2)?;
+            let mut hops = 0;
+            while let Some(up) = parent.as_ref().and_then(|p| glued_parent.get(p)) {
+                parent = up.clone();
+                hops += 1;
+                if hops > glued_parent.len() {
+                    break;
+                }
+            }
             let raw = serde_json::from_str(&raw).map_err(|source| ViewError::BadRaw {
                 path: session.path.clone(),
                 entry: id.clone(),
@@ -187,7 +214,7 @@ impl SessionTree {
             nodes.push(Node {
                 rowid: row.get(0)?,
                 id,
-                parent: row.get(2)?,
+                parent,
                 kind: row.get(3)?,
                 timestamp: row.get(4)?,
                 timestamp_ms: row.get(5)?,
@@ -474,7 +501,11 @@ pub fn render_tree(tree: &SessionTree) -> String {
         } else {
             for (i, &kid) in kids.iter().enumerate().rev() {
                 let last = i + 1 == kids.len();
-                let (a, b) = if last { ("└─ ", "   ") } else { ("├─ ", "│  ") };
+                let (a, b) = if last {
+                    ("└─ ", "   ")
+                } else {
+                    ("├─ ", "│  ")
+                };
                 stack.push((kid, format!("{rest}{a}"), format!("{rest}{b}")));
             }
         }
@@ -548,16 +579,22 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
         ),
         "thinking_level_change" => format!(
             "thinking → {}",
-            raw.get("thinkingLevel").and_then(Value::as_str).unwrap_or("?")
+            raw.get("thinkingLevel")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
         ),
         "label" => format!(
             "label {} = {}",
             raw.get("targetId").and_then(Value::as_str).unwrap_or("?"),
-            raw.get("label").and_then(Value::as_str).unwrap_or("(cleared)")
+            raw.get("label")
+                .and_then(Value::as_str)
+                .unwrap_or("(cleared)")
         ),
         "session_info" => format!(
             "name = {}",
-            raw.get("name").and_then(Value::as_str).unwrap_or("(cleared)")
+            raw.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("(cleared)")
         ),
         "custom" => format!(
             "custom {}",

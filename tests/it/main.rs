@@ -7,3 +7,5 @@ mod util;
 
 // `sync` on the committed fixture trees: every line accounted for, rows as expected.
 mod sync;
+// Pi-native views: sessions (vs Pi listAll), show, tree, export, fork and tree views.
+mod views;
