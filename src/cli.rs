@@ -28,6 +28,69 @@ pub enum Command {
     Sql(SqlArgs),
     /// List subagent runs (delegations recorded by subagent tool results)
     Subagents(SubagentsArgs),
+    /// List sessions newest first, as Pi's /resume does (Pi's SessionInfo)
+    Sessions(SessionsArgs),
+    /// Print a session's current branch as a transcript (as Pi builds context)
+    Show(ShowArgs),
+    /// Print a session's entry tree, one line per entry (like Pi's /tree)
+    Tree(TreeArgs),
+    /// Write a Pi session file rebuilt from the index alone
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Only this project: its per-cwd directory name or the cwd's last component
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
+    /// Only sessions whose cwd is exactly PATH
+    #[arg(long, value_name = "PATH")]
+    pub cwd: Option<String>,
+    /// Only sessions modified on or after DATE (YYYY-MM-DD or ISO-8601, UTC)
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// At most N sessions
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Also list files Pi's listAll() does not see (nested child sessions, flat root files); marked * in the table
+    #[arg(long)]
+    pub all: bool,
+    /// Print Pi's SessionInfo objects as a JSON array (path, id, cwd, name, parentSessionPath, created, modified, messageCount, firstMessage)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Session id, unique id prefix, or session file path
+    pub session: String,
+    /// Show the branch ending at this entry id (or unique prefix) instead of the last entry
+    #[arg(long, value_name = "LEAF", conflicts_with = "all")]
+    pub branch: Option<String>,
+    /// Show every entry of the tree with its branch points
+    #[arg(long)]
+    pub all: bool,
+    /// Print the branch's entries (root to leaf) as a JSON array; image payloads become placeholders
+    #[arg(long, conflicts_with_all = ["markdown", "all"])]
+    pub json: bool,
+    /// Render Markdown
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// Session id, unique id prefix, or session file path
+    pub session: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Session id, unique id prefix, or session file path
+    pub session: String,
+    /// Write to FILE instead of standard output
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::cli::{Cli, Command, SqlArgs, SubagentsArgs, SyncArgs};
+use crate::cli::{
+    Cli, Command, ExportArgs, SessionsArgs, ShowArgs, SqlArgs, SubagentsArgs, SyncArgs, TreeArgs,
+};
 use piidx::output::{self, Format};
 use piidx::store::Store;
 use piidx::sync::{SyncError, SyncOptions};
@@ -31,6 +33,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sync(args) => sync(db, args),
         Command::Sql(args) => sql(db, args),
         Command::Subagents(args) => subagents(db, args),
+        Command::Sessions(args) => sessions(db, args),
+        Command::Show(args) => show(db, args),
+        Command::Tree(args) => tree(db, args),
+        Command::Export(args) => export(db, args),
     }
 }
 
@@ -125,6 +131,107 @@ fn subagents(db: PathBuf, args: SubagentsArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     output::print(&mut out, &rows, format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sessions(db: PathBuf, args: SessionsArgs) -> Result<ExitCode> {
+    let store = Store::open_read_only(&db)?;
+    let since_ms = match &args.since {
+        None => None,
+        Some(text) => Some(parse_date(text).ok_or_else(|| {
+            anyhow!("--since {text}: expected YYYY-MM-DD or an ISO-8601 timestamp")
+        })?),
+    };
+    let filters = query::sessions::SessionsQuery {
+        project: args.project,
+        cwd: args.cwd,
+        since_ms,
+        limit: args.limit,
+        all: args.all,
+    };
+    let list = query::sessions::list(&store, &filters)
+        .with_context(|| format!("listing sessions from {}", db.display()))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let values: Vec<serde_json::Value> = list.iter().map(|s| s.to_pi_json()).collect();
+        serde_json::to_writer_pretty(&mut out, &values)?;
+        writeln!(out)?;
+    } else {
+        output::print(&mut out, &query::sessions::table(&list), Format::Table)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_date(text: &str) -> Option<i64> {
+    piidx::time::parse_iso_ms(text).or_else(|| {
+        let mut parts = text.split('-').map(|p| p.parse::<i64>().ok());
+        let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+        if parts.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+            return None;
+        }
+        Some(piidx::time::days_from_civil(y, m, d) * 86_400_000)
+    })
+}
+
+fn load_tree(db: &std::path::Path, session: &str) -> Result<query::tree::SessionTree> {
+    let store = Store::open_read_only(db)?;
+    let found = query::tree::resolve(&store, session)?;
+    Ok(query::tree::SessionTree::load(&store, found)?)
+}
+
+fn show(db: PathBuf, args: ShowArgs) -> Result<ExitCode> {
+    use query::show::{self as render, Style};
+    let tree = load_tree(&db, &args.session)?;
+    let style = if args.markdown {
+        Style::Markdown
+    } else {
+        Style::Text
+    };
+    let text = if args.all {
+        render::render_all(&tree, style)
+    } else {
+        let leaf = match &args.branch {
+            Some(id) => Some(tree.find(id)?),
+            None => tree.leaf(),
+        };
+        let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
+        if args.json {
+            let mut text = serde_json::to_string_pretty(&render::path_json(&tree, &path))?;
+            text.push('\n');
+            text
+        } else {
+            render::render_context(&tree, &path, style)
+        }
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tree(db: PathBuf, args: TreeArgs) -> Result<ExitCode> {
+    let tree = load_tree(&db, &args.session)?;
+    let text = query::tree::render_tree(&tree);
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(db: PathBuf, args: ExportArgs) -> Result<ExitCode> {
+    let store = Store::open_read_only(&db)?;
+    let found = query::tree::resolve(&store, &args.session)?;
+    match &args.output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let mut out = std::io::BufWriter::new(file);
+            query::export::export(&store, &found, &mut out)?;
+            out.flush()
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            query::export::export(&store, &found, &mut out)?;
+            out.flush()?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

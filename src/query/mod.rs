@@ -1,5 +1,9 @@
 //! Stage 6: questions asked of the index. Each submodule answers one command
 //! with typed rows; printing is `output`'s job.
 
+pub mod export;
+pub mod sessions;
+pub mod show;
 pub mod sql;
 pub mod subagents;
+pub mod tree;

@@ -14,6 +14,7 @@ use super::{APPLICATION_ID, Result, StoreError, sqlite_error};
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_subagents.sql"),
+    include_str!("../../migrations/0003_tree.sql"),
 ];
 
 /// The schema version this build writes.

@@ -242,14 +242,30 @@ impl Store {
             })
             .map_err(self.err())?;
         // Link this session to its parent, and any children to it, whichever
-        // was indexed first.
+        // was indexed first. An exact path match wins; otherwise the trailing
+        // `<cwd-dir>/<file>.jsonl` must match (trees indexed from a copy).
+        let parent_tail = header.parent_session.as_deref().and_then(path_tail);
         self.conn
             .prepare_cached(
-                "UPDATE sessions SET parent_session_id =
-                     (SELECT p.session_id FROM sessions p WHERE p.file_path = sessions.parent_session)
-                 WHERE file_id = ?1 OR parent_session = ?2",
+                "UPDATE sessions SET parent_session_id = coalesce(
+                     (SELECT p.session_id FROM sessions p WHERE p.file_path = sessions.parent_session),
+                     (SELECT p.session_id FROM sessions p
+                       WHERE ?2 IS NOT NULL AND p.file_id <> sessions.file_id
+                         AND substr(p.file_path, -length(?2)) = ?2
+                       ORDER BY p.file_id LIMIT 1))
+                 WHERE file_id = ?1",
             )
-            .and_then(|mut stmt| stmt.execute(params![file_id, path]))
+            .and_then(|mut stmt| stmt.execute(params![file_id, parent_tail]))
+            .map_err(self.err())?;
+        let own_tail = path_tail(&path);
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET parent_session_id = ?3
+                 WHERE file_id <> ?1 AND (parent_session = ?2
+                     OR (parent_session_id IS NULL AND ?4 IS NOT NULL
+                         AND substr(parent_session, -length(?4)) = ?4))",
+            )
+            .and_then(|mut stmt| stmt.execute(params![file_id, path, header.session_id, own_tail]))
             .map_err(self.err())?;
         Ok(())
     }
@@ -259,7 +275,9 @@ impl Store {
         let mut first_user_text: Option<&str> = None;
         let mut name: Option<Option<&str>> = None;
         let mut activity: Option<i64> = None;
-        for entry in &batch.entries {
+        // Pi never sees objects recovered from a glued line (JSON.parse fails
+        // on the whole line), so they do not count toward Pi's SessionInfo.
+        for entry in batch.entries.iter().filter(|entry| !entry.glued) {
             if let Some(message) = &entry.message {
                 messages += 1;
                 if matches!(message.role.as_str(), "user" | "assistant") {
@@ -268,15 +286,13 @@ impl Store {
             }
             if let Some(text) = entry.user_text.as_deref()
                 && first_user_text.is_none()
-                && !text.trim().is_empty()
+                && !text.is_empty()
             {
                 first_user_text = Some(text);
             }
+            // Pi 0.73.1: the latest session_info wins, and an empty name clears.
             if let Some(new_name) = &entry.session_name {
-                let trimmed = new_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
-                if trimmed.is_some() {
-                    name = Some(trimmed);
-                }
+                name = Some(new_name.as_deref().map(str::trim).filter(|n| !n.is_empty()));
             }
         }
         let leaf = batch.entries.last().map(|entry| entry.entry_id.as_str());
@@ -693,6 +709,15 @@ impl Store {
             .map_err(self.err())?;
         Ok(())
     }
+}
+
+/// The last two components of a path (`<cwd-dir>/<file>.jsonl`) with a
+/// leading `/`, for matching a parent recorded under another root.
+fn path_tail(path: &str) -> Option<String> {
+    let mut parts = path.rsplit('/').filter(|part| !part.is_empty());
+    let file = parts.next()?;
+    let dir = parts.next()?;
+    Some(format!("/{dir}/{file}"))
 }
 
 struct EntryKey<'a> {

@@ -17,3 +17,5 @@ mod fixtures;
 mod sql;
 // Subagent runs, child transcripts, artifacts and child sessions.
 mod subagents;
+// Pi-native views: sessions (vs Pi listAll), show, tree, export, fork and tree views.
+mod views;

@@ -1,0 +1,169 @@
+//! `piidx sessions`: the session list Pi's `/resume` shows, from the index.
+//!
+//! Same fields and meaning as Pi 0.73.1's `SessionInfo` (`buildSessionInfo`
+//! in `dist/core/session-manager.js`): the writer keeps `message_count`,
+//! `first_message`, `name` and `modified_ms` with Pi's rules; the header
+//! fields are read back from `header_raw` so that `parentSessionPath` and
+//! `cwd` are exactly what Pi reads (`parentSession` only, never
+//! `branchedFrom`). `allMessagesText` is not produced.
+
+use rusqlite::types::Value as SqlValue;
+use serde_json::{Map, Value};
+
+use crate::output::Rows;
+use crate::store::Store;
+use crate::time::format_iso_ms;
+
+/// Filters for `piidx sessions`.
+#[derive(Debug, Default, Clone)]
+pub struct SessionsQuery {
+    /// Per-cwd directory name (`--home-user-proj--`) or the cwd's last component.
+    pub project: Option<String>,
+    /// Exact cwd.
+    pub cwd: Option<String>,
+    /// Only sessions modified at or after this instant (Unix ms).
+    pub since_ms: Option<i64>,
+    pub limit: Option<usize>,
+    /// Also list files Pi's `listAll()` does not see (nested, flat root files).
+    pub all: bool,
+}
+
+/// One session as Pi's `SessionInfo` describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    pub path: String,
+    pub id: String,
+    pub cwd: String,
+    pub name: Option<String>,
+    /// `header.parentSession` as JSON; `None` when the key is absent.
+    pub parent_session_path: Option<Value>,
+    pub created_ms: Option<i64>,
+    pub modified_ms: Option<i64>,
+    pub message_count: i64,
+    pub first_message: String,
+    pub listed_by_pi: bool,
+}
+
+/// Sessions newest first (by `modified`), like `SessionManager.listAll()`.
+pub fn list(store: &Store, query: &SessionsQuery) -> rusqlite::Result<Vec<SessionInfo>> {
+    let mut sql = String::from(
+        "SELECT s.file_path, s.session_id,
+                CASE WHEN json_type(s.header_raw, '$.cwd') = 'text'
+                     THEN json_extract(s.header_raw, '$.cwd') ELSE '' END,
+                s.name,
+                s.header_raw -> '$.parentSession',
+                s.created_ms,
+                coalesce(s.modified_ms, f.mtime_ns / 1000000),
+                s.message_count, s.first_message, s.listed_by_pi
+         FROM sessions s JOIN files f ON f.file_id = s.file_id
+         WHERE f.status <> 'deleted'",
+    );
+    let mut params: Vec<SqlValue> = Vec::new();
+    if !query.all {
+        sql.push_str(" AND s.listed_by_pi = 1");
+    }
+    if let Some(project) = &query.project {
+        params.push(project.clone().into());
+        let n = params.len();
+        sql.push_str(&format!(
+            " AND (s.project_dir = ?{n} OR s.cwd = ?{n} OR substr(s.cwd, -length(?{n}) - 1) = '/' || ?{n})"
+        ));
+    }
+    if let Some(cwd) = &query.cwd {
+        let cwd = if cwd.len() > 1 {
+            cwd.trim_end_matches('/')
+        } else {
+            cwd
+        };
+        params.push(cwd.to_owned().into());
+        sql.push_str(&format!(" AND s.cwd = ?{}", params.len()));
+    }
+    if let Some(since) = query.since_ms {
+        params.push(since.into());
+        sql.push_str(&format!(
+            " AND coalesce(s.modified_ms, f.mtime_ns / 1000000) >= ?{}",
+            params.len()
+        ));
+    }
+    sql.push_str(" ORDER BY 7 DESC, s.file_path");
+    if let Some(limit) = query.limit {
+        sql.push_str(&format!(" LIMIT {limit}"));
+    }
+    let conn = store.connection();
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+        let parent: Option<String> = row.get(4)?;
+        Ok(SessionInfo {
+            path: row.get(0)?,
+            id: row.get(1)?,
+            cwd: row.get(2)?,
+            name: row.get(3)?,
+            parent_session_path: parent.and_then(|text| serde_json::from_str(&text).ok()),
+            created_ms: row.get(5)?,
+            modified_ms: row.get(6)?,
+            message_count: row.get(7)?,
+            first_message: row
+                .get::<_, Option<String>>(8)?
+                .unwrap_or_else(|| "(no messages)".to_owned()),
+            listed_by_pi: row.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+impl SessionInfo {
+    /// The object `JSON.stringify` prints for Pi's `SessionInfo` (without
+    /// `allMessagesText`): undefined fields omitted, invalid dates `null`.
+    pub fn to_pi_json(&self) -> Value {
+        let date = |ms: Option<i64>| ms.map_or(Value::Null, |ms| Value::from(format_iso_ms(ms)));
+        let mut map = Map::new();
+        map.insert("path".into(), self.path.clone().into());
+        map.insert("id".into(), self.id.clone().into());
+        map.insert("cwd".into(), self.cwd.clone().into());
+        if let Some(name) = &self.name {
+            map.insert("name".into(), name.clone().into());
+        }
+        if let Some(parent) = &self.parent_session_path {
+            map.insert("parentSessionPath".into(), parent.clone());
+        }
+        map.insert("created".into(), date(self.created_ms));
+        map.insert("modified".into(), date(self.modified_ms));
+        map.insert("messageCount".into(), self.message_count.into());
+        map.insert("firstMessage".into(), self.first_message.clone().into());
+        Value::Object(map)
+    }
+}
+
+/// Rows for the human table.
+pub fn table(sessions: &[SessionInfo]) -> Rows {
+    let columns = ["modified", "msgs", "id", "name / first message", "cwd"];
+    let rows = sessions
+        .iter()
+        .map(|info| {
+            let modified = info
+                .modified_ms
+                .map(|ms| format_iso_ms(ms).replace('T', " "))
+                .map(|text| text.chars().take(16).collect::<String>())
+                .unwrap_or_default();
+            let title = match &info.name {
+                Some(name) => name.clone(),
+                None => info.first_message.clone(),
+            };
+            let mut id: String = info.id.chars().take(8).collect();
+            if !info.listed_by_pi {
+                id.push('*');
+            }
+            vec![
+                Value::from(modified),
+                Value::from(info.message_count),
+                Value::from(id),
+                Value::from(crate::output::shorten(&title.replace('\n', " "), 60)),
+                Value::from(info.cwd.clone()),
+            ]
+        })
+        .collect();
+    Rows {
+        columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+        rows,
+    }
+}

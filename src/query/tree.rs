@@ -1,0 +1,614 @@
+//! The id/parentId tree of one session, loaded from the index: resolving a
+//! SESSION argument, the current branch, Pi's context building, and
+//! `piidx tree`.
+//!
+//! Mirrors Pi 0.73.1 (`_buildIndex`, `getTree`, `buildSessionContext` in
+//! `dist/core/session-manager.js`): duplicate ids resolve to the last
+//! occurrence, the leaf is the last entry in file order, orphans and
+//! self-parented entries are roots, children are sorted by timestamp. Unlike
+//! Pi, parent walks are cycle-guarded.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use rusqlite::OptionalExtension;
+use serde_json::Value;
+
+use crate::store::Store;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error("no indexed session matches `{0}`; see `piidx sessions --all` (or run `piidx sync`)")]
+    NotFound(String),
+    #[error("`{arg}` matches several sessions; pass a longer id or the file path:\n{}", candidates.join("\n"))]
+    Ambiguous {
+        arg: String,
+        candidates: Vec<String>,
+    },
+    #[error("session {session} has no entry `{leaf}`; see `piidx tree {session}`")]
+    UnknownEntry { session: String, leaf: String },
+    #[error("entry `{leaf}` is ambiguous in session {session}: {}", candidates.join(", "))]
+    AmbiguousEntry {
+        session: String,
+        leaf: String,
+        candidates: Vec<String>,
+    },
+    #[error("stored JSON of entry {entry} in {path} does not parse: {source}")]
+    BadRaw {
+        path: String,
+        entry: String,
+        source: serde_json::Error,
+    },
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+fn header_version(header: &Value) -> i64 {
+    header.get("version").and_then(Value::as_i64).unwrap_or(1)
+}
+
+/// The indexed file a SESSION argument names.
+#[derive(Debug, Clone)]
+pub struct SessionRef {
+    pub file_id: i64,
+    pub session_id: String,
+    pub path: String,
+}
+
+/// Resolves a file path, a session id, or a unique session id prefix.
+pub fn resolve(store: &Store, arg: &str) -> Result<SessionRef, ViewError> {
+    let conn = store.connection();
+    let by_path = |path: &str| -> rusqlite::Result<Option<SessionRef>> {
+        conn.query_row(
+            "SELECT file_id, session_id, file_path FROM sessions WHERE file_path = ?1",
+            [path],
+            |row| {
+                Ok(SessionRef {
+                    file_id: row.get(0)?,
+                    session_id: row.get(1)?,
+                    path: row.get(2)?,
+                })
+            },
+        )
+        .optional()
+    };
+    if arg.contains('/') || arg.ends_with(".jsonl") {
+        if let Some(found) = by_path(arg)? {
+            return Ok(found);
+        }
+        let absolute = std::path::absolute(Path::new(arg))
+            .ok()
+            .and_then(|p| std::fs::canonicalize(&p).ok().or(Some(p)));
+        if let Some(found) = absolute
+            .as_deref()
+            .and_then(Path::to_str)
+            .map(by_path)
+            .transpose()?
+            .flatten()
+        {
+            return Ok(found);
+        }
+        return Err(ViewError::NotFound(arg.to_owned()));
+    }
+    let mut stmt = conn.prepare(
+        "SELECT file_id, session_id, file_path FROM sessions
+          WHERE session_id = ?1 OR (substr(session_id, 1, length(?1)) = ?1)
+          ORDER BY session_id = ?1 DESC, file_path",
+    )?;
+    let found: Vec<SessionRef> = stmt
+        .query_map([arg], |row| {
+            Ok(SessionRef {
+                file_id: row.get(0)?,
+                session_id: row.get(1)?,
+                path: row.get(2)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let exact: Vec<&SessionRef> = found.iter().filter(|s| s.session_id == arg).collect();
+    match (exact.len(), found.len()) {
+        (1, _) => Ok(exact[0].clone()),
+        (0, 1) => Ok(found[0].clone()),
+        (_, 0) => Err(ViewError::NotFound(arg.to_owned())),
+        _ => Err(ViewError::Ambiguous {
+            arg: arg.to_owned(),
+            candidates: found
+                .iter()
+                .filter(|s| exact.is_empty() || s.session_id == arg)
+                .map(|s| format!("  {}  {}", s.session_id, s.path))
+                .collect(),
+        }),
+    }
+}
+
+/// One entry of the session, in file order.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub rowid: i64,
+    pub id: String,
+    pub parent: Option<String>,
+    pub kind: String,
+    pub timestamp: Option<String>,
+    pub timestamp_ms: Option<i64>,
+    pub line_no: i64,
+    /// The stored entry (image payloads removed).
+    pub raw: Value,
+}
+
+/// A stored image payload: where it sits and how big it is.
+#[derive(Debug, Clone)]
+pub struct ImageInfo {
+    pub mime_type: Option<String>,
+    pub byte_len: i64,
+    pub payload_key: String,
+}
+
+/// The loaded tree of one session file.
+#[derive(Debug)]
+pub struct SessionTree {
+    pub session: SessionRef,
+    pub header: Value,
+    pub nodes: Vec<Node>,
+    /// id → index of its last occurrence.
+    pub by_id: HashMap<String, usize>,
+    /// Latest label per target id (labels cleared by an empty label are absent).
+    pub labels: HashMap<String, String>,
+    /// (entry rowid, json path of the image object) → payload facts.
+    pub images: HashMap<(i64, String), ImageInfo>,
+    /// Compaction rowid → resolved first kept entry id (v1 index resolved).
+    pub first_kept: HashMap<i64, String>,
+}
+
+impl SessionTree {
+    pub fn load(store: &Store, session: SessionRef) -> Result<SessionTree, ViewError> {
+        let conn = store.connection();
+        let header_raw: String = conn.query_row(
+            "SELECT header_raw FROM sessions WHERE file_id = ?1",
+            [session.file_id],
+            |row| row.get(0),
+        )?;
+        let header = serde_json::from_str(&header_raw).map_err(|source| ViewError::BadRaw {
+            path: session.path.clone(),
+            entry: "header".into(),
+            source,
+        })?;
+        // Glued objects are invisible to Pi. In v1 files Pi's migration chains
+        // the entries it parsed, so a synthetic parent that names a glued
+        // object is replaced by that object's own parent.
+        let v1 = header_version(&header) < 2;
+        let mut glued_parent: HashMap<String, Option<String>> = HashMap::new();
+        if v1 {
+            let mut stmt = conn.prepare(
+                "SELECT entry_id, parent_id FROM entries WHERE file_id = ?1 AND glued = 1",
+            )?;
+            let mut rows = stmt.query([session.file_id])?;
+            while let Some(row) = rows.next()? {
+                glued_parent.insert(row.get(0)?, row.get(1)?);
+            }
+        }
+        let mut stmt = conn.prepare(
+            "SELECT entry_rowid, entry_id, parent_id, type, timestamp, timestamp_ms, line_no, raw
+               FROM entries WHERE file_id = ?1 AND glued = 0
+              ORDER BY line_no, obj_in_line",
+        )?;
+        let mut nodes = Vec::new();
+        let mut rows = stmt.query([session.file_id])?;
+        while let Some(row) = rows.next()? {
+            let raw: String = row.get(7)?;
+            let id: String = row.get(1)?;
+            let mut parent: Option<String> = row.get(2)?;
+            let mut hops = 0;
+            while let Some(up) = parent.as_ref().and_then(|p| glued_parent.get(p)) {
+                parent = up.clone();
+                hops += 1;
+                if hops > glued_parent.len() {
+                    break;
+                }
+            }
+            let raw = serde_json::from_str(&raw).map_err(|source| ViewError::BadRaw {
+                path: session.path.clone(),
+                entry: id.clone(),
+                source,
+            })?;
+            nodes.push(Node {
+                rowid: row.get(0)?,
+                id,
+                parent,
+                kind: row.get(3)?,
+                timestamp: row.get(4)?,
+                timestamp_ms: row.get(5)?,
+                line_no: row.get(6)?,
+                raw,
+            });
+        }
+        let mut by_id = HashMap::new();
+        let mut labels = HashMap::new();
+        for (index, node) in nodes.iter().enumerate() {
+            by_id.insert(node.id.clone(), index);
+            if node.kind == "label"
+                && let Some(target) = node.raw.get("targetId").and_then(Value::as_str)
+            {
+                match node.raw.get("label").and_then(Value::as_str) {
+                    Some(label) if !label.is_empty() => {
+                        labels.insert(target.to_owned(), label.to_owned());
+                    }
+                    _ => {
+                        labels.remove(target);
+                    }
+                }
+            }
+        }
+        let mut images = HashMap::new();
+        let mut stmt = conn.prepare(
+            "SELECT entry_rowid, json_path, mime_type, byte_len, payload_key FROM images WHERE file_id = ?1",
+        )?;
+        let mut rows = stmt.query([session.file_id])?;
+        while let Some(row) = rows.next()? {
+            images.insert(
+                (row.get(0)?, row.get(1)?),
+                ImageInfo {
+                    mime_type: row.get(2)?,
+                    byte_len: row.get(3)?,
+                    payload_key: row.get(4)?,
+                },
+            );
+        }
+        let mut first_kept = HashMap::new();
+        let mut stmt = conn.prepare(
+            "SELECT entry_rowid, first_kept_entry_id FROM compactions
+              WHERE file_id = ?1 AND first_kept_entry_id IS NOT NULL",
+        )?;
+        let mut rows = stmt.query([session.file_id])?;
+        while let Some(row) = rows.next()? {
+            first_kept.insert(row.get(0)?, row.get(1)?);
+        }
+        Ok(SessionTree {
+            session,
+            header,
+            nodes,
+            by_id,
+            labels,
+            images,
+            first_kept,
+        })
+    }
+
+    /// Index of the default leaf: the last entry in file order.
+    pub fn leaf(&self) -> Option<usize> {
+        self.nodes.len().checked_sub(1)
+    }
+
+    /// Finds an entry by id or unique id prefix.
+    pub fn find(&self, id: &str) -> Result<usize, ViewError> {
+        if let Some(&index) = self.by_id.get(id) {
+            return Ok(index);
+        }
+        let mut matches: Vec<&String> = self.by_id.keys().filter(|k| k.starts_with(id)).collect();
+        matches.sort();
+        match matches.as_slice() {
+            [one] => Ok(self.by_id[*one]),
+            [] => Err(ViewError::UnknownEntry {
+                session: self.session.session_id.clone(),
+                leaf: id.to_owned(),
+            }),
+            many => Err(ViewError::AmbiguousEntry {
+                session: self.session.session_id.clone(),
+                leaf: id.to_owned(),
+                candidates: many.iter().map(|s| (*s).clone()).collect(),
+            }),
+        }
+    }
+
+    /// The parent index of a node (none for roots, orphans and self-loops).
+    pub fn parent_of(&self, index: usize) -> Option<usize> {
+        let node = &self.nodes[index];
+        let parent = node.parent.as_deref()?;
+        if parent == node.id {
+            return None;
+        }
+        self.by_id.get(parent).copied()
+    }
+
+    /// Root → `leaf` (Pi's walk), stopping if an entry repeats (a cycle).
+    pub fn path_to(&self, leaf: usize) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut seen = HashSet::new();
+        let mut current = Some(leaf);
+        while let Some(index) = current {
+            if !seen.insert(index) {
+                break;
+            }
+            path.push(index);
+            current = self.parent_of(index);
+        }
+        path.reverse();
+        path
+    }
+
+    /// Children of every node plus the roots, each sorted by timestamp as
+    /// in Pi's `getTree()` (stable: equal times keep file order).
+    pub fn children(&self) -> (Vec<usize>, Vec<Vec<usize>>) {
+        let mut children = vec![Vec::new(); self.nodes.len()];
+        let mut roots = Vec::new();
+        for index in 0..self.nodes.len() {
+            // Only the last occurrence of a duplicated id is a tree node.
+            if self.by_id.get(&self.nodes[index].id) != Some(&index) {
+                continue;
+            }
+            match self.parent_of(index) {
+                Some(parent) if parent != index => children[parent].push(index),
+                _ => roots.push(index),
+            }
+        }
+        let key = |i: &usize| self.nodes[*i].timestamp_ms.unwrap_or(i64::MIN);
+        for list in &mut children {
+            list.sort_by_key(key);
+        }
+        roots.sort_by_key(key);
+        (roots, children)
+    }
+}
+
+/// What one context item is, in Pi's `buildSessionContext` terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextKind {
+    /// The compaction's summary (always first when there is a compaction).
+    CompactionSummary,
+    /// A `message` entry's stored message.
+    Message,
+    /// A `custom_message` entry (a `custom` role message).
+    Custom,
+    /// A `branch_summary` entry with a non-empty summary.
+    BranchSummary,
+}
+
+/// One message of the context, pointing at its entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextItem {
+    pub node: usize,
+    pub kind: ContextKind,
+}
+
+/// Pi's `buildSessionContext` over `path` (root → leaf): the last compaction
+/// on the path gives its summary, then the path entries from its
+/// `firstKeptEntryId` up to it, then everything after it.
+pub fn build_context(tree: &SessionTree, path: &[usize]) -> Vec<ContextItem> {
+    let append = |out: &mut Vec<ContextItem>, index: usize| {
+        let node = &tree.nodes[index];
+        let kind = match node.kind.as_str() {
+            "message" => Some(ContextKind::Message),
+            "custom_message" => Some(ContextKind::Custom),
+            "branch_summary"
+                if node
+                    .raw
+                    .get("summary")
+                    .is_some_and(|s| !matches!(s, Value::Null | Value::Bool(false)) && s != "") =>
+            {
+                Some(ContextKind::BranchSummary)
+            }
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            out.push(ContextItem { node: index, kind });
+        }
+    };
+    let mut out = Vec::new();
+    let compaction = path
+        .iter()
+        .rposition(|&index| tree.nodes[index].kind == "compaction");
+    match compaction {
+        None => {
+            for &index in path {
+                append(&mut out, index);
+            }
+        }
+        Some(at) => {
+            let compaction = &tree.nodes[path[at]];
+            out.push(ContextItem {
+                node: path[at],
+                kind: ContextKind::CompactionSummary,
+            });
+            let first_kept = first_kept_id(tree, compaction);
+            let mut found = false;
+            for &index in &path[..at] {
+                if Some(tree.nodes[index].id.as_str()) == first_kept.as_deref() {
+                    found = true;
+                }
+                if found {
+                    append(&mut out, index);
+                }
+            }
+            for &index in &path[at + 1..] {
+                append(&mut out, index);
+            }
+        }
+    }
+    out
+}
+
+/// `firstKeptEntryId`, or for v1 files the entry the writer resolved from
+/// `firstKeptEntryIndex` (Pi's migration: parsed-line index, header = 0).
+fn first_kept_id(tree: &SessionTree, compaction: &Node) -> Option<String> {
+    compaction
+        .raw
+        .get("firstKeptEntryId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| tree.first_kept.get(&compaction.rowid).cloned())
+}
+
+/// Indexes of the current branch (root → leaf) as a set.
+pub fn active_set(tree: &SessionTree) -> HashSet<usize> {
+    tree.leaf()
+        .map(|leaf| tree.path_to(leaf).into_iter().collect())
+        .unwrap_or_default()
+}
+
+/// `piidx tree`: one line per entry.
+pub fn render_tree(tree: &SessionTree) -> String {
+    let (roots, children) = tree.children();
+    let active = active_set(tree);
+    let leaf = tree.leaf();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{}  {}\n",
+        tree.session.session_id, tree.session.path
+    ));
+    // Explicit stack: (node, prefix for its own line, prefix for its children).
+    let mut stack: Vec<(usize, String, String)> = Vec::new();
+    let multi_root = roots.len() > 1;
+    for (i, &root) in roots.iter().enumerate().rev() {
+        let last = i + 1 == roots.len();
+        let (own, rest) = if multi_root {
+            if last {
+                ("└─ ".to_owned(), "   ".to_owned())
+            } else {
+                ("├─ ".to_owned(), "│  ".to_owned())
+            }
+        } else {
+            (String::new(), String::new())
+        };
+        stack.push((root, own, rest));
+    }
+    while let Some((index, own, rest)) = stack.pop() {
+        let node = &tree.nodes[index];
+        let mark = if Some(index) == leaf {
+            "◀"
+        } else if active.contains(&index) {
+            "•"
+        } else {
+            " "
+        };
+        let kids = &children[index];
+        let branch = if kids.len() > 1 {
+            format!(" ⑂{}", kids.len())
+        } else {
+            String::new()
+        };
+        let label = tree
+            .labels
+            .get(&node.id)
+            .map(|l| format!(" [{l}]"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{mark} {own}{} {}{branch}{label}\n",
+            node.id,
+            crate::output::shorten(&describe(tree, index), 90)
+        ));
+        if kids.len() == 1 {
+            stack.push((kids[0], rest.clone(), rest));
+        } else {
+            for (i, &kid) in kids.iter().enumerate().rev() {
+                let last = i + 1 == kids.len();
+                let (a, b) = if last {
+                    ("└─ ", "   ")
+                } else {
+                    ("├─ ", "│  ")
+                };
+                stack.push((kid, format!("{rest}{a}"), format!("{rest}{b}")));
+            }
+        }
+    }
+    out
+}
+
+/// A one-line description of an entry: type or role, then a text excerpt.
+pub fn describe(tree: &SessionTree, index: usize) -> String {
+    let node = &tree.nodes[index];
+    let raw = &node.raw;
+    let text = |v: Option<&Value>| one_line(&content_text(v));
+    match node.kind.as_str() {
+        "message" => {
+            let message = raw.get("message");
+            let role = message
+                .and_then(|m| m.get("role"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            let body = match role {
+                "bashExecution" => format!(
+                    "$ {}",
+                    one_line(
+                        message
+                            .and_then(|m| m.get("command"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                    )
+                ),
+                "toolResult" => format!(
+                    "{} → {}",
+                    message
+                        .and_then(|m| m.get("toolName"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("?"),
+                    text(message.and_then(|m| m.get("content")))
+                ),
+                "assistant" => {
+                    let content = message.and_then(|m| m.get("content"));
+                    let mut body = text(content);
+                    let calls: Vec<&str> = content
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+                        .filter_map(|b| b.get("name").and_then(Value::as_str))
+                        .collect();
+                    if !calls.is_empty() {
+                        body = format!("{body} [calls {}]", calls.join(", "));
+                    }
+                    body
+                }
+                _ => text(message.and_then(|m| m.get("content"))),
+            };
+            format!("{role}: {}", body.trim())
+        }
+        "compaction" | "branch_summary" => format!(
+            "{}: {}",
+            node.kind,
+            one_line(raw.get("summary").and_then(Value::as_str).unwrap_or(""))
+        ),
+        "custom_message" => format!(
+            "custom_message {}: {}",
+            raw.get("customType").and_then(Value::as_str).unwrap_or(""),
+            text(raw.get("content"))
+        ),
+        "model_change" => format!(
+            "model → {}/{}",
+            raw.get("provider").and_then(Value::as_str).unwrap_or("?"),
+            raw.get("modelId").and_then(Value::as_str).unwrap_or("?")
+        ),
+        "thinking_level_change" => format!(
+            "thinking → {}",
+            raw.get("thinkingLevel")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        ),
+        "label" => format!(
+            "label {} = {}",
+            raw.get("targetId").and_then(Value::as_str).unwrap_or("?"),
+            raw.get("label")
+                .and_then(Value::as_str)
+                .unwrap_or("(cleared)")
+        ),
+        "session_info" => format!(
+            "name = {}",
+            raw.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("(cleared)")
+        ),
+        "custom" => format!(
+            "custom {}",
+            raw.get("customType").and_then(Value::as_str).unwrap_or("")
+        ),
+        other => other.to_owned(),
+    }
+}
+
+/// String content as-is, or the text blocks joined with " " (Pi's rule).
+pub fn content_text(content: Option<&Value>) -> String {
+    crate::normalize::pi_message_text(content)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
