@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::cli::{Cli, Command, SqlArgs, SyncArgs};
+use crate::cli::{Cli, Command, SqlArgs, SyncArgs, ToolsArgs, UsageArgs, UsageBy};
 use piidx::output::{self, Format};
 use piidx::store::Store;
 use piidx::sync::{SyncError, SyncOptions};
@@ -30,6 +30,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Sync(args) => sync(db, args),
         Command::Sql(args) => sql(db, args),
+        Command::Usage(args) => usage(db, args),
+        Command::Tools(args) => tools(db, args),
     }
 }
 
@@ -104,6 +106,84 @@ fn sql(db: PathBuf, args: SqlArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     output::print(&mut out, &rows, format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn usage(db: PathBuf, args: UsageArgs) -> Result<ExitCode> {
+    use piidx::query::usage::{self, GroupBy, UsageOptions};
+    let by = match args.by {
+        UsageBy::Day => GroupBy::Day,
+        UsageBy::Week => GroupBy::Week,
+        UsageBy::Month => GroupBy::Month,
+        UsageBy::Model => GroupBy::Model,
+        UsageBy::Provider => GroupBy::Provider,
+        UsageBy::Project => GroupBy::Project,
+        UsageBy::Session => GroupBy::Session,
+    };
+    let tz_name = args
+        .tz
+        .or_else(|| {
+            std::env::var("TZ")
+                .ok()
+                .map(|tz| tz.trim_start_matches(':').to_owned())
+        })
+        .unwrap_or_else(|| "UTC".to_owned());
+    let tz = query::tz::Tz::parse(&tz_name)?;
+    let prices = args.prices.as_deref().map(usage::load_prices).transpose()?;
+    let has_prices = prices.is_some();
+    let options = UsageOptions {
+        by,
+        since: args.since,
+        until: args.until,
+        project: args.project,
+        model: args.model,
+        tz,
+        prices,
+    };
+    let store = Store::open_read_only(&db)?;
+    let report = usage::run(&store, &options)
+        .with_context(|| format!("usage query failed on {}", db.display()))?;
+    for warning in &report.warnings {
+        eprintln!("piidx: warning: {warning}");
+    }
+    if let Some(warning) = usage::unpriced_warning(&report) {
+        eprintln!("piidx: warning: {warning}");
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        output::print(&mut out, &usage::to_rows(&report, has_prices), Format::Json)?;
+    } else if args.csv {
+        output::print(&mut out, &usage::to_rows(&report, has_prices), Format::Csv)?;
+    } else {
+        let chart = by.is_time() && !args.no_chart && std::io::stdout().is_terminal();
+        let table = usage::to_table(&report, has_prices, chart);
+        output::print(&mut out, &table, Format::Table)?;
+        if options.by.is_time() && options.tz != query::tz::Tz::Utc {
+            writeln!(out, "(days in {})", options.tz.name())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tools(db: PathBuf, args: ToolsArgs) -> Result<ExitCode> {
+    use piidx::query::tools::{self, ToolsBy};
+    let by = match args.by {
+        crate::cli::ToolsBy::Name => ToolsBy::Name,
+        crate::cli::ToolsBy::Session => ToolsBy::Session,
+        crate::cli::ToolsBy::Project => ToolsBy::Project,
+    };
+    let store = Store::open_read_only(&db)?;
+    let stats = tools::run(&store, by, args.since.as_deref())
+        .with_context(|| format!("tools query failed on {}", db.display()))?;
+    let format = if args.json {
+        Format::Json
+    } else if args.csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
+    let mut out = std::io::stdout().lock();
+    output::print(&mut out, &tools::to_rows(&stats), format)?;
     Ok(ExitCode::SUCCESS)
 }
 

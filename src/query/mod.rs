@@ -2,3 +2,6 @@
 //! with typed rows; printing is `output`'s job.
 
 pub mod sql;
+pub mod tools;
+pub mod tz;
+pub mod usage;
