@@ -7,3 +7,5 @@ mod util;
 
 // `sync` on the committed fixture trees: every line accounted for, rows as expected.
 mod sync;
+// `usage` and `tools`: sums against totals computed from the fixture files.
+mod usage;
