@@ -143,11 +143,30 @@ const NONE_KEY: &str = "(none)";
 pub fn run(store: &Store, options: &UsageOptions) -> Result<UsageReport, UsageError> {
     let conn = store.connection();
     let (since_ms, until_ms) = bounds(options)?;
+    let mut report = UsageReport::default();
+    // Subagent runs (migration 0005, another branch) when present and shaped
+    // as expected; otherwise the subagent columns are left out.
+    if has_table(conn, "subagent_runs")? {
+        match conn.prepare(SUBAGENT_PROBE) {
+            Ok(_) => report.subagents = true,
+            Err(err) => report.warnings.push(format!(
+                "subagent runs left out: subagent_runs is not in the expected shape ({err})"
+            )),
+        }
+    }
     let mut groups: BTreeMap<String, UsageRow> = BTreeMap::new();
     let mut unpriced_models = std::collections::BTreeSet::new();
 
     let (key_sql, project_col) = key_sql(options.by, "u");
     let mut filters = vec!["1 = 1".to_owned()];
+    if report.subagents {
+        // A child session's own records are its run's usage: counted once,
+        // in the subagent columns.
+        filters.push(
+            "u.file_id NOT IN (SELECT child_file_id FROM subagent_runs WHERE child_file_id IS NOT NULL)"
+                .to_owned(),
+        );
+    }
     let mut args: Vec<SqlValue> = Vec::new();
     push_filters(
         &mut filters,
@@ -206,14 +225,8 @@ pub fn run(store: &Store, options: &UsageOptions) -> Result<UsageReport, UsageEr
     drop(result);
     drop(stmt);
 
-    let mut report = UsageReport::default();
-    if has_table(conn, "subagent_runs")? {
-        report.subagents = true;
-        if let Err(err) = add_subagents(conn, options, since_ms, until_ms, &mut groups) {
-            report.warnings.push(format!(
-                "subagent runs left out ({err}); the subagent columns are incomplete"
-            ));
-        }
+    if report.subagents {
+        add_subagents(conn, options, since_ms, until_ms, &mut groups)?;
     }
     for (key, mut row) in groups {
         row.key = key;
@@ -348,9 +361,14 @@ pub fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     .map(|n| n > 0)
 }
 
-/// Subagent runs whose child session is not itself indexed (an indexed
-/// child's messages are already in `usage_records`), counted once across
-/// fork copies of the parent.
+const SUBAGENT_PROBE: &str =
+    "SELECT file_id, entry_id, session_id, tool_call_id, position, timestamp_ms,
+        model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost,
+        child_file_id FROM subagent_runs LIMIT 0";
+
+/// Subagent runs, attributed to the parent session and counted once across
+/// fork copies of the parent. A run's tokens and cost are those its parent
+/// recorded; when it recorded none, those of its indexed child session.
 fn add_subagents(
     conn: &Connection,
     options: &UsageOptions,
@@ -359,7 +377,7 @@ fn add_subagents(
     groups: &mut BTreeMap<String, UsageRow>,
 ) -> rusqlite::Result<()> {
     let (key_sql, project_col) = key_sql(options.by, "r");
-    let mut filters = vec!["r.copy_no = 1".to_owned(), "r.indexed_child = 0".to_owned()];
+    let mut filters = vec!["r.copy_no = 1".to_owned()];
     let mut args: Vec<SqlValue> = Vec::new();
     push_filters(
         &mut filters,
@@ -374,12 +392,14 @@ fn add_subagents(
         "WITH r AS (
            SELECT sr.timestamp_ms, sr.model, NULL AS provider, sr.session_id,
                   s.project_dir, s.cwd,
-                  coalesce(sr.input_tokens, 0) + coalesce(sr.output_tokens, 0)
-                    + coalesce(sr.cache_read_tokens, 0) + coalesce(sr.cache_write_tokens, 0) AS tokens,
-                  coalesce(sr.cost, 0) AS cost,
-                  CASE WHEN sr.child_file_id IS NOT NULL
-                        AND EXISTS (SELECT 1 FROM usage_records c WHERE c.file_id = sr.child_file_id)
-                       THEN 1 ELSE 0 END AS indexed_child,
+                  CASE WHEN coalesce(sr.input_tokens, sr.output_tokens, sr.cache_read_tokens,
+                                     sr.cache_write_tokens) IS NOT NULL
+                       THEN coalesce(sr.input_tokens, 0) + coalesce(sr.output_tokens, 0)
+                            + coalesce(sr.cache_read_tokens, 0) + coalesce(sr.cache_write_tokens, 0)
+                       ELSE (SELECT sum(c.total_tokens) FROM usage_records c
+                              WHERE c.file_id = sr.child_file_id) END AS tokens,
+                  coalesce(sr.cost, (SELECT sum(c.cost_total) FROM usage_records c
+                                      WHERE c.file_id = sr.child_file_id), 0) AS cost,
                   row_number() OVER (
                     PARTITION BY coalesce(sr.tool_call_id, sr.file_id || '|' || sr.entry_id),
                                  sr.position, sr.timestamp_ms

@@ -563,3 +563,57 @@ fn tool_stats_match_the_fixture_files() {
         assert_eq!(row["errors"], *errors);
     }
 }
+
+/// With a `subagent_runs` table (migration 0005 on another branch; created
+/// here in its documented shape), runs get their own columns, fork copies of
+/// a run count once, and an indexed child session is not counted twice.
+#[test]
+fn subagent_runs_are_separate_and_not_double_counted() {
+    let (env, recs) = sessions_env();
+    let unique = dedupe(&recs);
+    let child = env.sql("SELECT file_id, session_id FROM sessions WHERE cwd LIKE '%日本語%'");
+    let child_file = child[0]["file_id"].as_i64().unwrap();
+    let child_session = child[0]["session_id"].as_str().unwrap().to_owned();
+    let parents = env.sql("SELECT file_id, session_id FROM sessions ORDER BY file_id LIMIT 2");
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE subagent_runs(run_rowid INTEGER PRIMARY KEY, entry_rowid INTEGER, file_id INTEGER,
+           session_id TEXT, entry_id TEXT, tool_call_id TEXT, timestamp_ms INTEGER, position INTEGER,
+           model TEXT, input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER,
+           cache_write_tokens INTEGER, cost REAL, child_file_id INTEGER)",
+    )
+    .unwrap();
+    let ts = 1_770_000_000_000_i64; // 2026-02-02
+    for parent in &parents {
+        // The same run in two files (a fork copy): counted once.
+        conn.execute(
+            "INSERT INTO subagent_runs(file_id, session_id, entry_id, tool_call_id, timestamp_ms, position,
+               model, input_tokens, output_tokens, cost) VALUES (?1, ?2, 'e1', 'call-1', ?3, 0, 'x/y', 1000, 200, 0.05)",
+            rusqlite::params![parent["file_id"].as_i64(), parent["session_id"].as_str(), ts],
+        )
+        .unwrap();
+    }
+    // A run without usage whose child session is indexed: the child's usage.
+    conn.execute(
+        "INSERT INTO subagent_runs(file_id, session_id, entry_id, tool_call_id, timestamp_ms, position, child_file_id)
+         VALUES (?1, ?2, 'e2', 'call-2', ?3, 0, ?4)",
+        rusqlite::params![parents[0]["file_id"].as_i64(), parents[0]["session_id"].as_str(), ts, child_file],
+    )
+    .unwrap();
+    drop(conn);
+    let child_recs: Vec<&Rec> = unique
+        .iter()
+        .filter(|r| r.model == "moonshotai/kimi-k2" && r.ts >= 1_772_000_000_000)
+        .collect();
+    let child_tokens: i64 = child_recs.iter().map(|r| r.total).sum();
+    let child_cost: f64 = child_recs.iter().map(|r| r.cost).sum();
+    assert!(child_tokens > 0, "{child_session}");
+    let rows = usage_json(&env, &["--by", "month"]);
+    let sum = |c: &str| -> f64 { rows.values().map(|r| r[c].as_f64().unwrap_or(0.0)).sum() };
+    let main_tokens: i64 = unique.iter().map(|r| r.total).sum::<i64>() - child_tokens;
+    assert_eq!(sum("total_tokens") as i64, main_tokens);
+    assert_eq!(sum("subagent_runs") as i64, 2);
+    assert_eq!(sum("subagent_tokens") as i64, 1200 + child_tokens);
+    assert!((sum("subagent_cost") - (0.05 + child_cost)).abs() < 1e-6);
+    assert_eq!(rows["2026-02"]["subagent_runs"], 2);
+}
