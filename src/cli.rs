@@ -101,7 +101,7 @@ pub struct UsageArgs {
     /// Only models whose id contains M
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ, else UTC]
+    /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ if valid, else UTC]
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
     /// JSON file of prices per million tokens used for unpriced usage: {"model-id": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}

@@ -120,15 +120,14 @@ fn usage(db: PathBuf, args: UsageArgs) -> Result<ExitCode> {
         UsageBy::Project => GroupBy::Project,
         UsageBy::Session => GroupBy::Session,
     };
-    let tz_name = args
-        .tz
-        .or_else(|| {
-            std::env::var("TZ")
-                .ok()
-                .map(|tz| tz.trim_start_matches(':').to_owned())
-        })
-        .unwrap_or_else(|| "UTC".to_owned());
-    let tz = query::tz::Tz::parse(&tz_name)?;
+    // --tz must be valid; $TZ is only a default and falls back to UTC.
+    let tz = match &args.tz {
+        Some(name) => query::tz::Tz::parse(name)?,
+        None => std::env::var("TZ")
+            .ok()
+            .and_then(|tz| query::tz::Tz::parse(tz.trim_start_matches(':')).ok())
+            .unwrap_or(query::tz::Tz::Utc),
+    };
     let prices = args.prices.as_deref().map(usage::load_prices).transpose()?;
     let has_prices = prices.is_some();
     let options = UsageOptions {

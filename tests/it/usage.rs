@@ -191,6 +191,9 @@ fn new_york_offset(ms: i64) -> i64 {
 
 fn usage_json(env: &Env, args: &[&str]) -> BTreeMap<String, Value> {
     let mut full = vec!["usage", "--json"];
+    if !args.contains(&"--tz") {
+        full.extend(["--tz", "UTC"]);
+    }
     full.extend_from_slice(args);
     let out = env.run(&full);
     assert!(
@@ -484,7 +487,7 @@ fn week_and_month_boundaries() {
 #[test]
 fn table_has_total_row_and_chart_only_on_request() {
     let (env, _) = sessions_env();
-    let out = env.run(&["usage", "--by", "day"]);
+    let out = env.run(&["usage", "--by", "day", "--tz", "UTC"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.lines().last().unwrap_or("").starts_with("TOTAL"));
     // stdout is a pipe here: no bars.
