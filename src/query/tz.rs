@@ -2,10 +2,10 @@
 //! the system zoneinfo (TZif files), without a date-time crate.
 //!
 //! A TZif file lists UTC transition instants and the offset in force after
-//! each. Times after the last listed transition use the footer's rule when it
-//! has no daylight-saving part (e.g. `JST-9`), else the offset of the last
-//! transition; Debian/Ubuntu ship "fat" files listing transitions up to 2037,
-//! so this is exact for any date Pi has written.
+//! each. Times after the last listed transition (2037 in "fat" files, much
+//! earlier in "slim" ones) follow the file's footer, a POSIX TZ rule such as
+//! `EST5EDT,M3.2.0,M11.1.0`, which is evaluated here too (`Mm.w.d` dates;
+//! the rare Julian-day forms fall back to the last transition's offset).
 
 use std::path::PathBuf;
 
@@ -33,8 +33,8 @@ pub enum Tz {
         offsets: Vec<i32>,
         /// Before the first transition.
         initial: i32,
-        /// After the last transition, when the footer gives a fixed offset.
-        tail: Option<i32>,
+        /// After the last transition: the footer rule.
+        tail: Option<Posix>,
     },
 }
 
@@ -84,7 +84,8 @@ impl Tz {
                 if after == 0 {
                     *initial
                 } else if after == transitions.len() {
-                    tail.unwrap_or(offsets[after - 1])
+                    tail.as_ref()
+                        .map_or(offsets[after - 1], |rule| rule.offset_at(utc_secs))
                 } else {
                     offsets[after - 1]
                 }
@@ -248,7 +249,7 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Tz, String> {
         .get(footer_start..)
         .and_then(|rest| std::str::from_utf8(rest).ok())
         .and_then(|rest| rest.trim_matches('\n').lines().next().map(str::to_owned))
-        .and_then(|rule| posix_fixed(&rule));
+        .and_then(|rule| parse_posix(&rule));
     Ok(Tz::Zone {
         name: name.to_owned(),
         transitions,
@@ -258,28 +259,133 @@ fn parse_tzif(name: &str, bytes: &[u8]) -> Result<Tz, String> {
     })
 }
 
-/// A POSIX TZ rule without daylight saving (`JST-9`, `<+0530>-5:30`) as
-/// seconds east of UTC; `None` for rules with DST.
-fn posix_fixed(rule: &str) -> Option<i32> {
-    let rest = if let Some(quoted) = rule.strip_prefix('<') {
+/// The footer rule of a TZif file (POSIX TZ string), for instants after the
+/// last listed transition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Posix {
+    /// Standard offset, seconds east of UTC.
+    std: i32,
+    dst: Option<Dst>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Dst {
+    offset: i32,
+    /// (month, week 1–5 (5 = last), weekday 0 = Sunday, seconds after local midnight)
+    start: (i64, i64, i64, i64),
+    end: (i64, i64, i64, i64),
+}
+
+impl Posix {
+    fn offset_at(&self, utc_secs: i64) -> i32 {
+        let Some(dst) = &self.dst else {
+            return self.std;
+        };
+        let local_day = (utc_secs + i64::from(self.std)).div_euclid(86_400);
+        let (year, _, _) = civil_from_days(local_day);
+        // Start is given in standard local time, end in daylight local time.
+        let start = rule_day(year, dst.start) * 86_400 + dst.start.3 - i64::from(self.std);
+        let end = rule_day(year, dst.end) * 86_400 + dst.end.3 - i64::from(dst.offset);
+        let in_dst = if start < end {
+            start <= utc_secs && utc_secs < end
+        } else {
+            !(end <= utc_secs && utc_secs < start)
+        };
+        if in_dst { dst.offset } else { self.std }
+    }
+}
+
+/// Day number of `Mm.w.d` in `year`.
+fn rule_day(year: i64, (month, week, weekday, _): (i64, i64, i64, i64)) -> i64 {
+    let first = days_from_civil(year, month, 1);
+    let first_weekday = (first + 4).rem_euclid(7); // 1970-01-01 was a Thursday (4)
+    let mut day = first + (weekday - first_weekday).rem_euclid(7) + (week - 1) * 7;
+    let next_month = if month == 12 {
+        days_from_civil(year + 1, 1, 1)
+    } else {
+        days_from_civil(year, month + 1, 1)
+    };
+    while day >= next_month {
+        day -= 7;
+    }
+    day
+}
+
+/// Parses `JST-9`, `<+0530>-5:30`, `EST5EDT,M3.2.0,M11.1.0`,
+/// `CET-1CEST,M3.5.0,M10.5.0/3`. Rules in Julian-day forms are not
+/// supported (`None`: the last transition's offset is used instead).
+pub fn parse_posix(rule: &str) -> Option<Posix> {
+    let (rest, std) = posix_name_offset(rule)?;
+    let std = -std?;
+    if rest.is_empty() {
+        return Some(Posix { std, dst: None });
+    }
+    let (rest, dst_offset) = posix_name_offset(rest)?;
+    let dst_offset = dst_offset.map_or(std + 3600, |west| -west);
+    let mut parts = rest.strip_prefix(',')?.split(',');
+    let start = posix_date(parts.next()?)?;
+    let end = posix_date(parts.next()?)?;
+    Some(Posix {
+        std,
+        dst: Some(Dst {
+            offset: dst_offset,
+            start,
+            end,
+        }),
+    })
+}
+
+/// A zone name followed by an optional offset (west-positive seconds).
+fn posix_name_offset(text: &str) -> Option<(&str, Option<i32>)> {
+    let rest = if let Some(quoted) = text.strip_prefix('<') {
         &quoted[quoted.find('>')? + 1..]
     } else {
-        rule.trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        let name_len = text
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(text.len());
+        if name_len < 3 {
+            return None;
+        }
+        &text[name_len..]
     };
-    if rest.is_empty() || rest.contains(|c: char| c.is_ascii_alphabetic() || c == ',' || c == '<') {
-        return None;
+    let len = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | ':')))
+        .unwrap_or(rest.len());
+    if len == 0 {
+        return Some((rest, None));
     }
-    let (sign, digits) = match rest.as_bytes()[0] {
-        b'-' => (1, &rest[1..]),
-        b'+' => (-1, &rest[1..]),
-        _ => (-1, rest),
+    Some((&rest[len..], Some(posix_time(&rest[..len])?)))
+}
+
+/// `[+-]hh[:mm[:ss]]` in seconds.
+fn posix_time(text: &str) -> Option<i32> {
+    let (sign, digits) = match text.as_bytes().first()? {
+        b'-' => (-1, &text[1..]),
+        b'+' => (1, &text[1..]),
+        _ => (1, text),
     };
     let mut parts = digits.split(':').map(|p| p.parse::<i32>().ok());
     let hours = parts.next()??;
-    let minutes = parts.next().flatten().unwrap_or(0);
-    let seconds = parts.next().flatten().unwrap_or(0);
-    // POSIX offsets are west-positive.
+    let minutes = parts.next().map_or(Some(0), |p| p)?;
+    let seconds = parts.next().map_or(Some(0), |p| p)?;
     Some(sign * (hours * 3600 + minutes * 60 + seconds))
+}
+
+/// `Mm.w.d[/time]`.
+fn posix_date(text: &str) -> Option<(i64, i64, i64, i64)> {
+    let (date, time) = match text.split_once('/') {
+        Some((date, time)) => (date, i64::from(posix_time(time)?)),
+        None => (text, 7200),
+    };
+    let mut fields = date
+        .strip_prefix('M')?
+        .split('.')
+        .map(|f| f.parse::<i64>().ok());
+    let month = fields.next()??;
+    let week = fields.next()??;
+    let weekday = fields.next()??;
+    ((1..=12).contains(&month) && (1..=5).contains(&week) && (0..=6).contains(&weekday))
+        .then_some((month, week, weekday, time))
 }
 
 /// `YYYY-MM-DD` of a day number.
@@ -357,6 +463,9 @@ mod tests {
             tz.day_start_ms(day),
             parse_iso_ms("2026-02-01T05:00:00Z").unwrap()
         );
+        // Past the file's transitions (fat files stop in 2037): the footer rule.
+        let far = parse_iso_ms("2045-07-01T03:00:00Z").unwrap() / 1000;
+        assert_eq!(tz.offset_at(far), -4 * 3600);
         // 2026-03-08 02:00 is skipped; midnight still exists.
         let dst = parse_day("2026-03-08").unwrap();
         assert_eq!(
@@ -367,8 +476,25 @@ mod tests {
 
     #[test]
     fn posix_footers() {
-        assert_eq!(posix_fixed("JST-9"), Some(9 * 3600));
-        assert_eq!(posix_fixed("<+0530>-5:30"), Some(5 * 3600 + 1800));
-        assert_eq!(posix_fixed("EST5EDT,M3.2.0,M11.1.0"), None);
+        let at = |rule: &str, iso: &str| {
+            parse_posix(rule)
+                .unwrap()
+                .offset_at(parse_iso_ms(iso).unwrap() / 1000)
+        };
+        assert_eq!(at("JST-9", "2030-01-01T00:00:00Z"), 9 * 3600);
+        assert_eq!(at("<+0530>-5:30", "2030-01-01T00:00:00Z"), 5 * 3600 + 1800);
+        let ny = "EST5EDT,M3.2.0,M11.1.0";
+        assert_eq!(at(ny, "2040-01-15T12:00:00Z"), -5 * 3600);
+        assert_eq!(at(ny, "2040-07-15T12:00:00Z"), -4 * 3600);
+        // 2040-03-11 is the second Sunday of March: 02:00 EST = 07:00Z.
+        assert_eq!(at(ny, "2040-03-11T06:59:59Z"), -5 * 3600);
+        assert_eq!(at(ny, "2040-03-11T07:00:00Z"), -4 * 3600);
+        // Southern hemisphere: DST across the new year.
+        let sydney = "AEST-10AEDT,M10.1.0,M4.1.0/3";
+        assert_eq!(at(sydney, "2040-01-15T00:00:00Z"), 11 * 3600);
+        assert_eq!(at(sydney, "2040-07-15T00:00:00Z"), 10 * 3600);
+        let berlin = "CET-1CEST,M3.5.0,M10.5.0/3";
+        assert_eq!(at(berlin, "2040-08-01T00:00:00Z"), 2 * 3600);
+        assert!(parse_posix("XX1").is_none());
     }
 }
