@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,6 +36,10 @@ pub enum Command {
     Tree(TreeArgs),
     /// Write a Pi session file rebuilt from the index alone
     Export(ExportArgs),
+    /// Tokens and cost by day, week, month, model, provider, project or session
+    Usage(UsageArgs),
+    /// Tool call counts, error rates, call -> result times and largest outputs
+    Tools(ToolsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +151,75 @@ pub struct SubagentsArgs {
     /// Print a JSON array of objects (full task text)
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UsageBy {
+    Day,
+    /// ISO weeks (Monday to Sunday), keyed `YYYY-Www`
+    Week,
+    Month,
+    Model,
+    Provider,
+    Project,
+    Session,
+}
+
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Group rows by
+    #[arg(long, value_enum, default_value_t = UsageBy::Day)]
+    pub by: UsageBy,
+    /// First day to include (YYYY-MM-DD, in --tz)
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Last day to include (YYYY-MM-DD, in --tz)
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    /// Only this project (project directory name, cwd, or part of the cwd)
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
+    /// Only models whose id contains M
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ if valid, else UTC]
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// JSON file of prices per million tokens used for unpriced usage: {"model-id": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// No bar chart column
+    #[arg(long)]
+    pub no_chart: bool,
+    /// Print a JSON array of objects (one per group, no total row)
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV with a header row (one line per group, no total row)
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolsBy {
+    Name,
+    Session,
+    Project,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Group rows by
+    #[arg(long, value_enum, default_value_t = ToolsBy::Name)]
+    pub by: ToolsBy,
+    /// Only calls made on or after this day (YYYY-MM-DD, UTC)
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Print a JSON array of objects
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV with a header row
+    #[arg(long)]
+    pub csv: bool,
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 
 use crate::cli::{
-    Cli, Command, ExportArgs, SessionsArgs, ShowArgs, SqlArgs, SubagentsArgs, SyncArgs, TreeArgs,
+    Cli, Command, ExportArgs, SessionsArgs, ShowArgs, SqlArgs, SubagentsArgs, SyncArgs, ToolsArgs,
+    TreeArgs, UsageArgs, UsageBy,
 };
 use piidx::output::{self, Format};
 use piidx::store::Store;
@@ -37,6 +38,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Show(args) => show(db, args),
         Command::Tree(args) => tree(db, args),
         Command::Export(args) => export(db, args),
+        Command::Usage(args) => usage(db, args),
+        Command::Tools(args) => tools(db, args),
     }
 }
 
@@ -131,6 +134,83 @@ fn subagents(db: PathBuf, args: SubagentsArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     output::print(&mut out, &rows, format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn usage(db: PathBuf, args: UsageArgs) -> Result<ExitCode> {
+    use piidx::query::usage::{self, GroupBy, UsageOptions};
+    let by = match args.by {
+        UsageBy::Day => GroupBy::Day,
+        UsageBy::Week => GroupBy::Week,
+        UsageBy::Month => GroupBy::Month,
+        UsageBy::Model => GroupBy::Model,
+        UsageBy::Provider => GroupBy::Provider,
+        UsageBy::Project => GroupBy::Project,
+        UsageBy::Session => GroupBy::Session,
+    };
+    // --tz must be valid; $TZ is only a default and falls back to UTC.
+    let tz = match &args.tz {
+        Some(name) => query::tz::Tz::parse(name)?,
+        None => std::env::var("TZ")
+            .ok()
+            .and_then(|tz| query::tz::Tz::parse(tz.trim_start_matches(':')).ok())
+            .unwrap_or(query::tz::Tz::Utc),
+    };
+    let prices = args.prices.as_deref().map(usage::load_prices).transpose()?;
+    let has_prices = prices.is_some();
+    let options = UsageOptions {
+        by,
+        since: args.since,
+        until: args.until,
+        project: args.project,
+        model: args.model,
+        tz,
+        prices,
+    };
+    let store = Store::open_read_only(&db)?;
+    let report = usage::run(&store, &options)
+        .with_context(|| format!("usage query failed on {}", db.display()))?;
+    for warning in &report.warnings {
+        eprintln!("piidx: warning: {warning}");
+    }
+    if let Some(warning) = usage::unpriced_warning(&report) {
+        eprintln!("piidx: warning: {warning}");
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        output::print(&mut out, &usage::to_rows(&report, has_prices), Format::Json)?;
+    } else if args.csv {
+        output::print(&mut out, &usage::to_rows(&report, has_prices), Format::Csv)?;
+    } else {
+        let chart = by.is_time() && !args.no_chart && std::io::stdout().is_terminal();
+        let table = usage::to_table(&report, has_prices, chart);
+        output::print(&mut out, &table, Format::Table)?;
+        if options.by.is_time() && options.tz != query::tz::Tz::Utc {
+            writeln!(out, "(days in {})", options.tz.name())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tools(db: PathBuf, args: ToolsArgs) -> Result<ExitCode> {
+    use piidx::query::tools::{self, ToolsBy};
+    let by = match args.by {
+        crate::cli::ToolsBy::Name => ToolsBy::Name,
+        crate::cli::ToolsBy::Session => ToolsBy::Session,
+        crate::cli::ToolsBy::Project => ToolsBy::Project,
+    };
+    let store = Store::open_read_only(&db)?;
+    let stats = tools::run(&store, by, args.since.as_deref())
+        .with_context(|| format!("tools query failed on {}", db.display()))?;
+    let format = if args.json {
+        Format::Json
+    } else if args.csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
+    let mut out = std::io::stdout().lock();
+    output::print(&mut out, &tools::to_rows(&stats), format)?;
     Ok(ExitCode::SUCCESS)
 }
 

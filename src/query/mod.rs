@@ -6,4 +6,7 @@ pub mod sessions;
 pub mod show;
 pub mod sql;
 pub mod subagents;
+pub mod tools;
 pub mod tree;
+pub mod tz;
+pub mod usage;

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_subagents.sql"),
     include_str!("../../migrations/0003_tree.sql"),
+    include_str!("../../migrations/0004_usage.sql"),
 ];
 
 /// The schema version this build writes.

@@ -19,3 +19,5 @@ mod sql;
 mod subagents;
 // Pi-native views: sessions (vs Pi listAll), show, tree, export, fork and tree views.
 mod views;
+// `usage` and `tools`: sums against totals computed from the fixture files.
+mod usage;

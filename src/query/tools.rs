@@ -1,0 +1,176 @@
+//! `piidx tools`: per tool name, session or project: calls, errors, error
+//! rate, median and p95 call → result time, largest outputs. Reads the
+//! fork-deduplicated `v_tool_calls_dedup` view (docs/schema.md).
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use crate::output::Rows;
+use crate::query::tz;
+use crate::store::Store;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolsBy {
+    Name,
+    Session,
+    Project,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsError {
+    #[error("bad date `{0}`: use YYYY-MM-DD or YYYYMMDD (UTC)")]
+    Date(String),
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolStats {
+    pub key: String,
+    pub calls: i64,
+    pub errors: i64,
+    pub error_rate: f64,
+    /// Calls with no result entry (still running, aborted, or lost).
+    pub no_result: i64,
+    pub median_ms: Option<i64>,
+    pub p95_ms: Option<i64>,
+    pub max_result_len: Option<i64>,
+    pub total_result_len: i64,
+    /// Entry id and session of the largest result.
+    pub largest: Option<String>,
+}
+
+pub fn run(store: &Store, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolStats>, ToolsError> {
+    let since_ms = match since {
+        Some(text) => {
+            Some(tz::parse_day(text).ok_or_else(|| ToolsError::Date(text.to_owned()))? * 86_400_000)
+        }
+        None => None,
+    };
+    let key = match by {
+        ToolsBy::Name => "t.name",
+        ToolsBy::Session => "t.session_id",
+        ToolsBy::Project => "t.project_dir",
+    };
+    let sql = format!(
+        "SELECT {key}, t.is_error, t.duration_ms, t.result_len, t.result_timestamp_ms IS NULL,
+                t.session_id || ' ' || coalesce(t.result_entry_id, '')
+           FROM v_tool_calls_dedup t
+          WHERE ?1 IS NULL OR t.timestamp_ms >= ?1"
+    );
+    let conn = store.connection();
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query([since_ms])?;
+    struct Acc {
+        stats: ToolStats,
+        durations: Vec<i64>,
+    }
+    let mut groups: HashMap<String, Acc> = HashMap::new();
+    while let Some(row) = rows.next()? {
+        let key: Option<String> = row.get(0)?;
+        let key = key
+            .filter(|k| !k.is_empty())
+            .unwrap_or_else(|| "(none)".into());
+        let is_error: Option<i64> = row.get(1)?;
+        let duration: Option<i64> = row.get(2)?;
+        let result_len: Option<i64> = row.get(3)?;
+        let no_result: bool = row.get(4)?;
+        let where_: String = row.get(5)?;
+        let acc = groups.entry(key.clone()).or_insert_with(|| Acc {
+            stats: ToolStats {
+                key,
+                ..ToolStats::default()
+            },
+            durations: Vec::new(),
+        });
+        let stats = &mut acc.stats;
+        stats.calls += 1;
+        stats.errors += i64::from(is_error == Some(1));
+        stats.no_result += i64::from(no_result);
+        if let Some(d) = duration.filter(|d| *d >= 0) {
+            acc.durations.push(d);
+        }
+        if let Some(len) = result_len {
+            stats.total_result_len += len;
+            if stats.max_result_len.is_none_or(|max| len > max) {
+                stats.max_result_len = Some(len);
+                stats.largest = Some(where_);
+            }
+        }
+    }
+    let mut out: Vec<ToolStats> = groups
+        .into_values()
+        .map(|mut acc| {
+            acc.durations.sort_unstable();
+            acc.stats.median_ms = nearest_rank(&acc.durations, 50);
+            acc.stats.p95_ms = nearest_rank(&acc.durations, 95);
+            acc.stats.error_rate = if acc.stats.calls > 0 {
+                (acc.stats.errors as f64 / acc.stats.calls as f64 * 1e4).round() / 1e4
+            } else {
+                0.0
+            };
+            acc.stats
+        })
+        .collect();
+    out.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.key.cmp(&b.key)));
+    Ok(out)
+}
+
+/// Nearest-rank percentile of sorted values: the value at rank ⌈p/100·n⌉.
+pub fn nearest_rank(sorted: &[i64], p: usize) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (sorted.len() * p).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
+}
+
+pub fn to_rows(stats: &[ToolStats]) -> Rows {
+    let columns = [
+        "key",
+        "calls",
+        "errors",
+        "error_rate",
+        "no_result",
+        "median_ms",
+        "p95_ms",
+        "max_result_len",
+        "total_result_len",
+        "largest",
+    ];
+    Rows {
+        columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+        rows: stats
+            .iter()
+            .map(|s| {
+                vec![
+                    json!(s.key),
+                    json!(s.calls),
+                    json!(s.errors),
+                    json!(s.error_rate),
+                    json!(s.no_result),
+                    s.median_ms.map_or(Value::Null, Value::from),
+                    s.p95_ms.map_or(Value::Null, Value::from),
+                    s.max_result_len.map_or(Value::Null, Value::from),
+                    json!(s.total_result_len),
+                    s.largest.clone().map_or(Value::Null, Value::from),
+                ]
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+        assert_eq!(nearest_rank(&v, 50), Some(50));
+        assert_eq!(nearest_rank(&v, 95), Some(100));
+        assert_eq!(nearest_rank(&[7], 95), Some(7));
+        assert_eq!(nearest_rank(&[], 50), None);
+    }
+}

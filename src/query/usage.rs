@@ -1,0 +1,622 @@
+//! `piidx usage`: tokens and dollars per day, week, month, model, provider,
+//! project or session, from the deduplicated `v_usage_records` view (see
+//! docs/schema.md "Usage and tool analytics").
+//!
+//! SQL sums per (bucket, model, priced?) group; time buckets are quarter
+//! hours so that any real UTC offset maps each one to a single local day.
+//! Rust then folds groups into the requested key, reprices unpriced groups
+//! from `--prices`, and adds subagent runs as separate columns.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params_from_iter, types::Value as SqlValue};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::output::Rows;
+use crate::query::tz::{self, Tz};
+use crate::store::Store;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupBy {
+    Day,
+    Week,
+    Month,
+    Model,
+    Provider,
+    Project,
+    Session,
+}
+
+impl GroupBy {
+    pub fn is_time(self) -> bool {
+        matches!(self, GroupBy::Day | GroupBy::Week | GroupBy::Month)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("bad date `{0}`: use YYYY-MM-DD or YYYYMMDD")]
+    Date(String),
+    #[error("cannot read prices file {path}: {reason}")]
+    Prices { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Tz(#[from] tz::TzError),
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// Dollars per million tokens for one model.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Price {
+    #[serde(default)]
+    pub input: f64,
+    #[serde(default)]
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: f64,
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+/// `{ "model-id": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75} }`;
+/// keys are a model id or `provider/model-id` (the latter wins).
+pub type Prices = HashMap<String, Price>;
+
+pub fn load_prices(path: &Path) -> Result<Prices, UsageError> {
+    let bad = |reason: String| UsageError::Prices {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "{e}; expected {{\"model-id\": {{\"input\": 3.0, \"output\": 15.0, \"cacheRead\": 0.3, \"cacheWrite\": 3.75}}}} (dollars per million tokens)"
+        ))
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct UsageOptions {
+    pub by: GroupBy,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub project: Option<String>,
+    pub model: Option<String>,
+    pub tz: Tz,
+    pub prices: Option<Prices>,
+}
+
+/// One output row (or the total).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageRow {
+    pub key: String,
+    pub records: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub total_tokens: i64,
+    /// Dollars as recorded by Pi plus any `--prices` repricing.
+    pub cost: f64,
+    /// Tokens of records with no price (cost 0 or missing) and no `--prices` entry.
+    pub unpriced_tokens: i64,
+    /// Tokens that `--prices` priced (their dollars are in `cost`).
+    pub repriced_tokens: i64,
+    pub subagent_runs: i64,
+    pub subagent_tokens: i64,
+    pub subagent_cost: f64,
+}
+
+impl UsageRow {
+    fn add(&mut self, other: &UsageRow) {
+        self.records += other.records;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cost += other.cost;
+        self.unpriced_tokens += other.unpriced_tokens;
+        self.repriced_tokens += other.repriced_tokens;
+        self.subagent_runs += other.subagent_runs;
+        self.subagent_tokens += other.subagent_tokens;
+        self.subagent_cost += other.subagent_cost;
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct UsageReport {
+    pub rows: Vec<UsageRow>,
+    pub total: UsageRow,
+    /// `provider/model` of every model with unpriced tokens left.
+    pub unpriced_models: Vec<String>,
+    /// Whether the index has subagent runs (table `subagent_runs`).
+    pub subagents: bool,
+    pub warnings: Vec<String>,
+}
+
+const NONE_KEY: &str = "(none)";
+
+pub fn run(store: &Store, options: &UsageOptions) -> Result<UsageReport, UsageError> {
+    let conn = store.connection();
+    let (since_ms, until_ms) = bounds(options)?;
+    let mut report = UsageReport::default();
+    // Subagent runs (migration 0005, another branch) when present and shaped
+    // as expected; otherwise the subagent columns are left out.
+    if has_table(conn, "subagent_runs")? {
+        match conn.prepare(SUBAGENT_PROBE) {
+            Ok(_) => report.subagents = true,
+            Err(err) => report.warnings.push(format!(
+                "subagent runs left out: subagent_runs is not in the expected shape ({err})"
+            )),
+        }
+    }
+    let mut groups: BTreeMap<String, UsageRow> = BTreeMap::new();
+    let mut unpriced_models = std::collections::BTreeSet::new();
+
+    let (key_sql, project_col) = key_sql(options.by, "u");
+    let mut filters = vec!["1 = 1".to_owned()];
+    if report.subagents {
+        // A child session's own records are its run's usage: counted once,
+        // in the subagent columns.
+        filters.push(
+            "u.file_id NOT IN (SELECT child_file_id FROM subagent_runs WHERE child_file_id IS NOT NULL)"
+                .to_owned(),
+        );
+    }
+    let mut args: Vec<SqlValue> = Vec::new();
+    push_filters(
+        &mut filters,
+        &mut args,
+        options,
+        since_ms,
+        until_ms,
+        "u",
+        project_col,
+    );
+    let sql = format!(
+        "SELECT {key_sql} AS k, u.provider, u.model, u.unpriced, count(*),
+                sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens),
+                sum(u.cache_write_tokens), sum(u.total_tokens), coalesce(sum(u.cost_total), 0)
+           FROM v_usage_records u
+          WHERE {}
+          GROUP BY k, u.provider, u.model, u.unpriced",
+        filters.join(" AND ")
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let mut result = stmt.query(params_from_iter(args.iter()))?;
+    while let Some(row) = result.next()? {
+        let raw_key: Option<SqlValue> = row.get(0)?;
+        let provider: Option<String> = row.get(1)?;
+        let model: Option<String> = row.get(2)?;
+        let unpriced: i64 = row.get(3)?;
+        let mut part = UsageRow {
+            records: row.get(4)?,
+            input_tokens: row.get(5)?,
+            output_tokens: row.get(6)?,
+            cache_read_tokens: row.get(7)?,
+            cache_write_tokens: row.get(8)?,
+            total_tokens: row.get(9)?,
+            cost: row.get(10)?,
+            ..UsageRow::default()
+        };
+        if unpriced == 1 {
+            match options
+                .prices
+                .as_ref()
+                .and_then(|p| find_price(p, provider.as_deref(), model.as_deref()))
+            {
+                Some(price) => {
+                    part.cost += price_of(&price, &part);
+                    part.repriced_tokens = part.total_tokens;
+                }
+                None => {
+                    part.unpriced_tokens = part.total_tokens;
+                    unpriced_models.insert(model_label(provider.as_deref(), model.as_deref()));
+                }
+            }
+        }
+        let key = render_key(options.by, &options.tz, raw_key);
+        groups.entry(key).or_default().add(&part);
+    }
+    drop(result);
+    drop(stmt);
+
+    if report.subagents {
+        add_subagents(conn, options, since_ms, until_ms, &mut groups)?;
+    }
+    for (key, mut row) in groups {
+        row.key = key;
+        report.total.add(&row);
+        report.rows.push(row);
+    }
+    report.total.key = "TOTAL".to_owned();
+    if !options.by.is_time() {
+        report.rows.sort_by(|a, b| {
+            (b.cost + b.subagent_cost)
+                .total_cmp(&(a.cost + a.subagent_cost))
+                .then(b.total_tokens.cmp(&a.total_tokens))
+                .then(a.key.cmp(&b.key))
+        });
+    }
+    report.unpriced_models = unpriced_models.into_iter().collect();
+    Ok(report)
+}
+
+fn bounds(options: &UsageOptions) -> Result<(Option<i64>, Option<i64>), UsageError> {
+    let day = |text: &String| tz::parse_day(text).ok_or_else(|| UsageError::Date(text.clone()));
+    let since = match &options.since {
+        Some(text) => Some(options.tz.day_start_ms(day(text)?)),
+        None => None,
+    };
+    let until = match &options.until {
+        Some(text) => Some(options.tz.day_start_ms(day(text)? + 1)),
+        None => None,
+    };
+    Ok((since, until))
+}
+
+/// The SQL grouping expression for `by` over alias `a`, and the column that
+/// names a project for `--project`.
+fn key_sql(by: GroupBy, a: &str) -> (String, &'static str) {
+    let key = match by {
+        // Quarter hours: every real UTC offset is a multiple of 15 minutes.
+        GroupBy::Day | GroupBy::Week | GroupBy::Month => format!("{a}.timestamp_ms / 900000"),
+        GroupBy::Model => format!("{a}.model"),
+        GroupBy::Provider => format!("{a}.provider"),
+        GroupBy::Project => format!("{a}.project_dir"),
+        GroupBy::Session => format!("{a}.session_id"),
+    };
+    (key, "project_dir")
+}
+
+fn push_filters(
+    filters: &mut Vec<String>,
+    args: &mut Vec<SqlValue>,
+    options: &UsageOptions,
+    since_ms: Option<i64>,
+    until_ms: Option<i64>,
+    a: &str,
+    project_col: &str,
+) {
+    if let Some(since) = since_ms {
+        filters.push(format!("{a}.timestamp_ms >= ?{}", args.len() + 1));
+        args.push(SqlValue::Integer(since));
+    }
+    if let Some(until) = until_ms {
+        filters.push(format!("{a}.timestamp_ms < ?{}", args.len() + 1));
+        args.push(SqlValue::Integer(until));
+    }
+    if let Some(project) = &options.project {
+        let n = args.len() + 1;
+        filters.push(format!(
+            "({a}.{project_col} = ?{n} OR {a}.cwd = ?{n} OR instr({a}.cwd, ?{n}) > 0)"
+        ));
+        args.push(SqlValue::Text(project.clone()));
+    }
+    if let Some(model) = &options.model {
+        let n = args.len() + 1;
+        filters.push(format!("instr({a}.model, ?{n}) > 0"));
+        args.push(SqlValue::Text(model.clone()));
+    }
+}
+
+fn render_key(by: GroupBy, tz: &Tz, raw: Option<SqlValue>) -> String {
+    let text = match raw {
+        None | Some(SqlValue::Null) => return NONE_KEY.to_owned(),
+        Some(SqlValue::Integer(quarter)) if by.is_time() => {
+            let day = tz.local_day(quarter * 900_000);
+            return match by {
+                GroupBy::Day => tz::format_day(day),
+                GroupBy::Week => tz::format_iso_week(day),
+                _ => tz::format_month(day),
+            };
+        }
+        Some(SqlValue::Integer(i)) => i.to_string(),
+        Some(SqlValue::Real(f)) => f.to_string(),
+        Some(SqlValue::Text(t)) => t,
+        Some(SqlValue::Blob(_)) => return NONE_KEY.to_owned(),
+    };
+    if text.is_empty() {
+        NONE_KEY.to_owned()
+    } else {
+        text
+    }
+}
+
+fn model_label(provider: Option<&str>, model: Option<&str>) -> String {
+    match (provider, model) {
+        (Some(p), Some(m)) => format!("{p}/{m}"),
+        (None, Some(m)) => m.to_owned(),
+        (Some(p), None) => format!("{p}/{NONE_KEY}"),
+        (None, None) => NONE_KEY.to_owned(),
+    }
+}
+
+fn find_price(prices: &Prices, provider: Option<&str>, model: Option<&str>) -> Option<Price> {
+    let model = model?;
+    provider
+        .and_then(|p| prices.get(&format!("{p}/{model}")))
+        .or_else(|| prices.get(model))
+        .copied()
+}
+
+fn price_of(price: &Price, row: &UsageRow) -> f64 {
+    (row.input_tokens as f64 * price.input
+        + row.output_tokens as f64 * price.output
+        + row.cache_read_tokens as f64 * price.cache_read
+        + row.cache_write_tokens as f64 * price.cache_write)
+        / 1e6
+}
+
+pub fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?1",
+        [name],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+const SUBAGENT_PROBE: &str =
+    "SELECT file_id, entry_id, session_id, tool_call_id, position, timestamp_ms,
+        model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost,
+        child_file_id FROM subagent_runs LIMIT 0";
+
+/// Subagent runs, attributed to the parent session and counted once across
+/// fork copies of the parent. A run's tokens and cost are those its parent
+/// recorded; when it recorded none, those of its indexed child session.
+fn add_subagents(
+    conn: &Connection,
+    options: &UsageOptions,
+    since_ms: Option<i64>,
+    until_ms: Option<i64>,
+    groups: &mut BTreeMap<String, UsageRow>,
+) -> rusqlite::Result<()> {
+    let (key_sql, project_col) = key_sql(options.by, "r");
+    let mut filters = vec!["r.copy_no = 1".to_owned()];
+    let mut args: Vec<SqlValue> = Vec::new();
+    push_filters(
+        &mut filters,
+        &mut args,
+        options,
+        since_ms,
+        until_ms,
+        "r",
+        project_col,
+    );
+    let sql = format!(
+        "WITH r AS (
+           SELECT sr.timestamp_ms, sr.model, NULL AS provider, sr.session_id,
+                  s.project_dir, s.cwd,
+                  CASE WHEN coalesce(sr.input_tokens, sr.output_tokens, sr.cache_read_tokens,
+                                     sr.cache_write_tokens) IS NOT NULL
+                       THEN coalesce(sr.input_tokens, 0) + coalesce(sr.output_tokens, 0)
+                            + coalesce(sr.cache_read_tokens, 0) + coalesce(sr.cache_write_tokens, 0)
+                       ELSE (SELECT sum(c.total_tokens) FROM usage_records c
+                              WHERE c.file_id = sr.child_file_id) END AS tokens,
+                  coalesce(sr.cost, (SELECT sum(c.cost_total) FROM usage_records c
+                                      WHERE c.file_id = sr.child_file_id), 0) AS cost,
+                  row_number() OVER (
+                    PARTITION BY coalesce(sr.tool_call_id, sr.file_id || '|' || sr.entry_id),
+                                 sr.position, sr.timestamp_ms
+                    ORDER BY s.created_ms IS NULL, s.created_ms, sr.file_id) AS copy_no
+             FROM subagent_runs sr LEFT JOIN sessions s ON s.file_id = sr.file_id)
+         SELECT {key_sql} AS k, count(*), sum(r.tokens), sum(r.cost)
+           FROM r WHERE {} GROUP BY k",
+        filters.join(" AND ")
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let mut result = stmt.query(params_from_iter(args.iter()))?;
+    while let Some(row) = result.next()? {
+        let raw_key: Option<SqlValue> = row.get(0)?;
+        let part = UsageRow {
+            subagent_runs: row.get(1)?,
+            subagent_tokens: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            subagent_cost: row.get::<_, Option<f64>>(3)?.unwrap_or(0.0),
+            ..UsageRow::default()
+        };
+        let key = render_key(options.by, &options.tz, raw_key);
+        groups.entry(key).or_default().add(&part);
+    }
+    Ok(())
+}
+
+/// Column names of the machine-readable output, in order.
+pub fn columns(report: &UsageReport, prices: bool) -> Vec<&'static str> {
+    let mut columns = vec![
+        "key",
+        "records",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "total_tokens",
+        "cost",
+        "unpriced_tokens",
+    ];
+    if prices {
+        columns.push("repriced_tokens");
+    }
+    if report.subagents {
+        columns.extend(["subagent_runs", "subagent_tokens", "subagent_cost"]);
+    }
+    columns
+}
+
+fn round_money(value: f64) -> Value {
+    let rounded = (value * 1e6).round() / 1e6;
+    serde_json::Number::from_f64(rounded).map_or(Value::Null, Value::Number)
+}
+
+/// JSON/CSV rows: numbers stay numbers, no total row.
+pub fn to_rows(report: &UsageReport, prices: bool) -> Rows {
+    let columns = columns(report, prices);
+    let rows = report
+        .rows
+        .iter()
+        .map(|row| {
+            columns
+                .iter()
+                .map(|column| match *column {
+                    "key" => json!(row.key),
+                    "records" => json!(row.records),
+                    "input_tokens" => json!(row.input_tokens),
+                    "output_tokens" => json!(row.output_tokens),
+                    "cache_read_tokens" => json!(row.cache_read_tokens),
+                    "cache_write_tokens" => json!(row.cache_write_tokens),
+                    "total_tokens" => json!(row.total_tokens),
+                    "cost" => round_money(row.cost),
+                    "unpriced_tokens" => json!(row.unpriced_tokens),
+                    "repriced_tokens" => json!(row.repriced_tokens),
+                    "subagent_runs" => json!(row.subagent_runs),
+                    "subagent_tokens" => json!(row.subagent_tokens),
+                    _ => round_money(row.subagent_cost),
+                })
+                .collect()
+        })
+        .collect();
+    Rows {
+        columns: columns.into_iter().map(str::to_owned).collect(),
+        rows,
+    }
+}
+
+/// The table for people: grouped digits, dollars, a total row, and an
+/// optional bar per row (share of the largest cost, else of tokens).
+pub fn to_table(report: &UsageReport, prices: bool, chart: bool) -> Rows {
+    let mut columns: Vec<String> = [
+        "key",
+        "records",
+        "input",
+        "output",
+        "cache read",
+        "cache write",
+        "total",
+        "cost",
+        "unpriced",
+    ]
+    .iter()
+    .map(|c| (*c).to_owned())
+    .collect();
+    if prices {
+        columns.push("repriced".into());
+    }
+    if report.subagents {
+        columns.extend([
+            "subagent runs".into(),
+            "subagent tokens".into(),
+            "subagent cost".into(),
+        ]);
+    }
+    let by_cost = report.rows.iter().any(|r| r.cost > 0.0);
+    let measure = |r: &UsageRow| {
+        if by_cost {
+            r.cost + r.subagent_cost
+        } else {
+            (r.total_tokens + r.subagent_tokens) as f64
+        }
+    };
+    let max = report.rows.iter().map(measure).fold(0.0, f64::max);
+    if chart {
+        columns.push(if by_cost { "cost chart" } else { "token chart" }.into());
+    }
+    let cells = |row: &UsageRow, bar: Option<String>| -> Vec<Value> {
+        let mut cells = vec![
+            json!(row.key),
+            json!(group_digits(row.records)),
+            json!(group_digits(row.input_tokens)),
+            json!(group_digits(row.output_tokens)),
+            json!(group_digits(row.cache_read_tokens)),
+            json!(group_digits(row.cache_write_tokens)),
+            json!(group_digits(row.total_tokens)),
+            json!(dollars(row.cost)),
+            json!(if row.unpriced_tokens > 0 {
+                format!("{} !", group_digits(row.unpriced_tokens))
+            } else {
+                "0".to_owned()
+            }),
+        ];
+        if prices {
+            cells.push(json!(group_digits(row.repriced_tokens)));
+        }
+        if report.subagents {
+            cells.push(json!(group_digits(row.subagent_runs)));
+            cells.push(json!(group_digits(row.subagent_tokens)));
+            cells.push(json!(dollars(row.subagent_cost)));
+        }
+        if let Some(bar) = bar {
+            cells.push(json!(bar));
+        }
+        cells
+    };
+    let mut rows: Vec<Vec<Value>> = report
+        .rows
+        .iter()
+        .map(|row| cells(row, chart.then(|| bar(measure(row), max, 30))))
+        .collect();
+    rows.push(cells(&report.total, chart.then(String::new)));
+    Rows { columns, rows }
+}
+
+pub fn group_digits(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+pub fn dollars(value: f64) -> String {
+    if value != 0.0 && value.abs() < 0.01 {
+        format!("${value:.4}")
+    } else {
+        format!("${value:.2}")
+    }
+}
+
+/// A bar of `width` cells in eighth blocks for `value / max`.
+pub fn bar(value: f64, max: f64, width: usize) -> String {
+    if max <= 0.0 || value <= 0.0 {
+        return String::new();
+    }
+    let eighths = ((value / max) * (width * 8) as f64).round().max(1.0) as usize;
+    let mut out = "█".repeat(eighths / 8);
+    let partial = ["", "▏", "▎", "▍", "▌", "▋", "▊", "▉"][eighths % 8];
+    out.push_str(partial);
+    out
+}
+
+/// The warning for unpriced usage, if any is left.
+pub fn unpriced_warning(report: &UsageReport) -> Option<String> {
+    (report.total.unpriced_tokens > 0).then(|| {
+        format!(
+            "{} tokens have no price (Pi recorded cost 0 or none) and are NOT included in cost: {}; pass --prices FILE to price them",
+            group_digits(report.total.unpriced_tokens),
+            report.unpriced_models.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_and_digits() {
+        assert_eq!(bar(1.0, 1.0, 4), "████");
+        assert_eq!(bar(0.5, 1.0, 4), "██");
+        assert_eq!(bar(1.0 / 8.0, 1.0, 4), "▌");
+        assert_eq!(bar(0.0, 1.0, 4), "");
+        assert_eq!(group_digits(1_234_567), "1,234,567");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(dollars(3.5), "$3.50");
+    }
+}
