@@ -109,6 +109,9 @@ impl Store {
     fn delete_file_rows(&self, file_id: i64) -> Result<()> {
         let sql = [
             "DELETE FROM fts WHERE rowid IN (SELECT chunk_id FROM chunks WHERE file_id = ?1)",
+            // Only some chunks are in fts_trigram; its docsize table lists them.
+            "DELETE FROM fts_trigram WHERE rowid IN (SELECT c.chunk_id FROM chunks c
+               JOIN fts_trigram_docsize d ON d.id = c.chunk_id WHERE c.file_id = ?1)",
             "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",
             "DELETE FROM gone_hashes",
             "INSERT OR IGNORE INTO gone_hashes SELECT hash FROM images WHERE file_id = ?1",
@@ -627,6 +630,12 @@ impl Store {
                     .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
                     .and_then(|mut stmt| stmt.execute(params![chunk_id, body]))
                     .map_err(self.err())?;
+                if crate::query::search_query::has_unspaced_script(body) {
+                    self.conn
+                        .prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")
+                        .and_then(|mut stmt| stmt.execute(params![chunk_id, body]))
+                        .map_err(self.err())?;
+                }
             }
         }
         Ok(())
