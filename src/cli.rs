@@ -75,7 +75,7 @@ pub struct SearchArgs {
     /// What to find, e.g. `SessionManager.listAll`, `"exact phrase"`, `pars* OR lexer`
     pub query: String,
     /// Only sessions of this project (its sessions directory name, or part of its cwd)
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
     /// Only sessions whose cwd is PATH or below it
     #[arg(long, value_name = "PATH")]

@@ -7,3 +7,6 @@ mod util;
 
 // `sync` on the committed fixture trees: every line accounted for, rows as expected.
 mod sync;
+
+// `search`: known-item tokens, filters, identifiers, CJK, punctuation fuzz.
+mod search;
