@@ -265,21 +265,23 @@ const HIT_COLUMNS: &str =
     "s.session_id, s.file_path, s.name, s.first_message, s.cwd, e.entry_id, c.kind,
      e.type, e.timestamp_ms, c.tool_name, c.json_path, e.line_no, c.chunk_id";
 
-const HIT_JOINS: &str = "JOIN chunks c ON c.chunk_id = {driver}.rowid
-     JOIN entries e ON e.entry_rowid = c.entry_rowid
-     JOIN sessions s ON s.file_id = c.file_id
-     LEFT JOIN message_meta mm ON mm.entry_rowid = c.entry_rowid";
-
 /// Runs a search and returns at most `options.limit` hits.
 pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, SearchError> {
     let plan = plan(options)?;
-    let limit = options.limit.max(1) as i64;
+    let limit = options.limit.max(1);
     let conn = store.connection();
     let filters = Filters::build(options, 3)?;
-    let order = match options.sort {
-        Sort::Rank => "score, e.timestamp_ms DESC",
-        Sort::Recent => "e.timestamp_ms DESC, c.chunk_id DESC",
+    let order = match (options.sort, &plan) {
+        (Sort::Rank, Plan::Fts { .. }) => "score, e.timestamp_ms DESC, c.chunk_id DESC",
+        _ => "e.timestamp_ms DESC, c.chunk_id DESC",
     };
+    let meta_join = if options.model.is_some() || !options.roles.is_empty() {
+        "LEFT JOIN message_meta mm ON mm.entry_rowid = c.entry_rowid"
+    } else {
+        ""
+    };
+    // Stage 1 ranks chunks without touching their text (no GROUP BY: one
+    // entry's several chunks are merged below, fetching more rows if needed).
     let (sql, first): (String, SqlValue) = match &plan {
         Plan::Fts { table, expr } => {
             let rank = if options.sort == Sort::Rank {
@@ -287,16 +289,16 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
             } else {
                 "0.0".to_owned()
             };
-            // The FTS table drives (materialized: bm25 cannot run inside an
-            // aggregate); the best chunk of each entry is kept.
+            // Materialized: bm25() must run in the FTS query itself.
             let sql = format!(
                 "WITH m AS MATERIALIZED (SELECT rowid, {rank} AS r FROM {table} WHERE {table} MATCH ?1)
-                 SELECT {HIT_COLUMNS}, min(m.r * {KIND_WEIGHTS}) AS score
-                 FROM m {joins}
+                 SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score
+                 FROM m JOIN chunks c ON c.chunk_id = m.rowid
+                 JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 JOIN sessions s ON s.file_id = c.file_id {meta_join}
                  WHERE 1 {filters}
-                 GROUP BY c.entry_rowid ORDER BY {order} LIMIT ?2",
+                 ORDER BY {order} LIMIT ?2",
                 filters = filters.clause(),
-                joins = HIT_JOINS.replace("{driver}", "m"),
             );
             (sql, expr.clone().into())
         }
@@ -308,68 +310,98 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 ));
             }
             let sql = format!(
-                "SELECT {HIT_COLUMNS}, 0.0 AS score
-                 FROM chunks m {joins} JOIN fts_content fc ON fc.chunk_id = c.chunk_id
-                 WHERE 1 {conditions} {filters}
-                 GROUP BY c.entry_rowid ORDER BY e.timestamp_ms DESC, c.chunk_id DESC LIMIT ?2",
+                "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score
+                 FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 JOIN sessions s ON s.file_id = c.file_id {meta_join}
+                 JOIN fts_content fc ON fc.chunk_id = c.chunk_id
+                 WHERE 1 {filters} {conditions}
+                 ORDER BY {order} LIMIT ?2",
                 filters = filters.clause(),
-                joins = HIT_JOINS.replace("{driver}", "m"),
             );
             (sql, serde_json::to_string(terms).unwrap_or_default().into())
         }
     };
-    let mut params: Vec<SqlValue> = vec![first, limit.into()];
-    params.extend(filters.params);
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
-        Ok(Hit {
-            session_id: row.get(0)?,
-            session_path: row.get(1)?,
-            session_name: row.get(2)?,
-            first_message: row.get(3)?,
-            cwd: row.get(4)?,
-            entry_id: row.get(5)?,
-            role: row.get(6)?,
-            entry_type: row.get(7)?,
-            timestamp: row.get::<_, Option<i64>>(8)?.map(format_iso_ms),
-            tool_name: row.get(9)?,
-            json_path: row.get(10)?,
-            line_no: row.get(11)?,
-            chunk_id: row.get(12)?,
-            score: row.get(13)?,
-            snippet: String::new(),
-            run: None,
-        })
-    });
-    let mut hits = match rows.and_then(|rows| rows.collect::<Result<Vec<_>, _>>()) {
-        Ok(hits) => hits,
-        Err(err) if options.raw => {
-            return Err(SearchError::RawSyntax {
-                query: options.query.clone(),
-                message: err.to_string(),
-            });
+    let mut fetch = limit * 4 + 16;
+    let best: Vec<(i64, f64)> = loop {
+        let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
+        params.extend(filters.params.iter().cloned());
+        let rows = conn.prepare(&sql).and_then(|mut stmt| {
+            stmt.query_map(rusqlite::params_from_iter(params), |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, f64>(2)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        });
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(err) if options.raw => {
+                return Err(SearchError::RawSyntax {
+                    query: options.query.clone(),
+                    message: err.to_string(),
+                });
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let mut seen = std::collections::HashSet::new();
+        let best: Vec<(i64, f64)> = rows
+            .iter()
+            .filter(|(_, entry, _)| seen.insert(*entry))
+            .map(|(chunk, _, score)| (*chunk, *score))
+            .take(limit)
+            .collect();
+        if best.len() == limit || rows.len() < fetch {
+            break best;
         }
-        Err(err) => return Err(err.into()),
+        fetch *= 4;
     };
-    for hit in &mut hits {
+    // Stage 2: details and a snippet for the chosen chunks only.
+    let mut hits = Vec::with_capacity(best.len());
+    for (chunk_id, score) in best {
+        let mut hit = conn.query_row(
+            &format!(
+                "SELECT {HIT_COLUMNS} FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 JOIN sessions s ON s.file_id = c.file_id WHERE c.chunk_id = ?1"
+            ),
+            [chunk_id],
+            |row| {
+                Ok(Hit {
+                    session_id: row.get(0)?,
+                    session_path: row.get(1)?,
+                    session_name: row.get(2)?,
+                    first_message: row.get(3)?,
+                    cwd: row.get(4)?,
+                    entry_id: row.get(5)?,
+                    role: row.get(6)?,
+                    entry_type: row.get(7)?,
+                    timestamp: row.get::<_, Option<i64>>(8)?.map(format_iso_ms),
+                    tool_name: row.get(9)?,
+                    json_path: row.get(10)?,
+                    line_no: row.get(11)?,
+                    chunk_id: row.get(12)?,
+                    score,
+                    snippet: String::new(),
+                    run: None,
+                })
+            },
+        )?;
         hit.snippet = match &plan {
             Plan::Fts { table, expr } => conn.query_row(
                 &format!(
                     "SELECT snippet({table}, 0, char(2), char(3), '…', 24) FROM {table}
                      WHERE {table} MATCH ?1 AND rowid = ?2"
                 ),
-                rusqlite::params![expr, hit.chunk_id],
+                rusqlite::params![expr, chunk_id],
                 |row| row.get::<_, Option<String>>(0),
             )?,
             Plan::Scan { terms } => conn
                 .query_row(
                     "SELECT body FROM fts_content WHERE chunk_id = ?1",
-                    [hit.chunk_id],
+                    [chunk_id],
                     |row| row.get::<_, Option<String>>(0),
                 )?
                 .map(|body| scan_snippet(&body, terms)),
         }
         .unwrap_or_default();
+        hits.push(hit);
     }
     Ok(hits)
 }
