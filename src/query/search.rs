@@ -224,8 +224,9 @@ impl Filters {
 enum Plan {
     /// MATCH on an FTS table.
     Fts { table: &'static str, expr: String },
-    /// instr() over the chunk text for every term.
-    Scan { terms: Vec<String> },
+    /// instr() over the chunk text for every term; `unspaced` limits the
+    /// scan to the chunks in fts_trigram (all chunks with CJK & co).
+    Scan { terms: Vec<String>, unspaced: bool },
 }
 
 fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
@@ -247,7 +248,10 @@ fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
     let unspaced = has_unspaced_script(&options.query);
     if options.substring && !unspaced {
         // The trigram table only holds unspaced-script chunks (docs/search.md).
-        return Ok(Plan::Scan { terms });
+        return Ok(Plan::Scan {
+            terms,
+            unspaced: false,
+        });
     }
     if options.substring || unspaced {
         if terms.iter().all(|term| term.chars().count() >= 3) {
@@ -256,7 +260,10 @@ fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
                 expr,
             });
         }
-        return Ok(Plan::Scan { terms });
+        return Ok(Plan::Scan {
+            terms,
+            unspaced: true,
+        });
     }
     Ok(Plan::Fts { table: "fts", expr })
 }
@@ -302,7 +309,14 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
             );
             (sql, expr.clone().into())
         }
-        Plan::Scan { terms } => {
+        Plan::Scan { terms, unspaced } => {
+            // A query with CJK can only match chunks holding CJK, and those
+            // are exactly the rows of fts_trigram (listed in its docsize).
+            let only = if *unspaced {
+                "JOIN fts_trigram_docsize d ON d.id = c.chunk_id"
+            } else {
+                ""
+            };
             let mut conditions = String::new();
             for index in 0..terms.len() {
                 conditions.push_str(&format!(
@@ -311,7 +325,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
             }
             let sql = format!(
                 "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score
-                 FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
                  JOIN sessions s ON s.file_id = c.file_id {meta_join}
                  JOIN fts_content fc ON fc.chunk_id = c.chunk_id
                  WHERE 1 {filters} {conditions}
@@ -392,7 +406,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 rusqlite::params![expr, chunk_id],
                 |row| row.get::<_, Option<String>>(0),
             )?,
-            Plan::Scan { terms } => conn
+            Plan::Scan { terms, .. } => conn
                 .query_row(
                     "SELECT body FROM fts_content WHERE chunk_id = ?1",
                     [chunk_id],
