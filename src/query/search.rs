@@ -341,7 +341,11 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         params.extend(filters.params.iter().cloned());
         let rows = conn.prepare(&sql).and_then(|mut stmt| {
             stmt.query_map(rusqlite::params_from_iter(params), |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, f64>(2)?))
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, f64>(2)?,
+                ))
             })?
             .collect::<Result<Vec<_>, _>>()
         });
