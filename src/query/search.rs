@@ -418,10 +418,26 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 )?
                 .map(|body| scan_snippet(&body, terms)),
         }
+        .map(|snippet| clean_snippet(&snippet))
         .unwrap_or_default();
         hits.push(hit);
     }
     Ok(hits)
+}
+
+/// Control characters (newlines, tabs, terminal escapes from tool output)
+/// become spaces, so a snippet is one safe line; the match marks stay.
+fn clean_snippet(snippet: &str) -> String {
+    snippet
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != MARK_OPEN && c != MARK_CLOSE {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// A window of about 120 characters around the first term found, marked.
@@ -520,6 +536,14 @@ mod tests {
             plan(&options("()", false)),
             Err(SearchError::Empty(_))
         ));
+    }
+
+    #[test]
+    fn snippets_lose_control_characters() {
+        assert_eq!(
+            clean_snippet("a\n\u{1b}[31mb\u{2}c\u{3}\t"),
+            "a  [31mb\u{2}c\u{3} "
+        );
     }
 
     #[test]
