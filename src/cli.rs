@@ -26,6 +26,8 @@ pub enum Command {
     Sync(SyncArgs),
     /// Run one read-only SQL statement against the index
     Sql(SqlArgs),
+    /// Full-text search over all sessions (words AND-ed; "phrases", prefix*, OR/NOT, parentheses)
+    Search(SearchArgs),
     /// List subagent runs (delegations recorded by subagent tool results)
     Subagents(SubagentsArgs),
     /// List sessions newest first, as Pi's /resume does (Pi's SessionInfo)
@@ -220,6 +222,57 @@ pub struct ToolsArgs {
     /// Print CSV with a header row
     #[arg(long)]
     pub csv: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to find, e.g. `SessionManager.listAll`, `"exact phrase"`, `pars* OR lexer`
+    pub query: String,
+    /// Only sessions of this project (its sessions directory name, or part of its cwd)
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    pub project: Option<String>,
+    /// Only sessions whose cwd is PATH or below it
+    #[arg(long, value_name = "PATH")]
+    pub cwd: Option<PathBuf>,
+    /// Only this session (id, id prefix, or file path)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only this kind of text; repeatable: user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, other
+    #[arg(long, value_name = "ROLE")]
+    pub role: Vec<String>,
+    /// Only tool calls/results of this tool (e.g. bash, read)
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// Only entries whose message model contains M (case-insensitive)
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Only entries at or after DATE (YYYY-MM-DD, UTC, or an ISO time)
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only entries up to DATE (a YYYY-MM-DD date includes that whole UTC day)
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    /// Number of hits
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    /// Best matches first, or newest first
+    #[arg(long, value_enum, default_value = "rank")]
+    pub sort: SortArg,
+    /// Pass QUERY to SQLite FTS5 unchanged (FTS5 query syntax)
+    #[arg(long, conflicts_with = "substring")]
+    pub raw: bool,
+    /// Match QUERY's terms as substrings anywhere in the text (slow: scans text unless it is CJK)
+    #[arg(long)]
+    pub substring: bool,
+    /// Print a JSON array of hits
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SortArg {
+    Rank,
+    Recent,
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 
 use crate::cli::{
-    Cli, Command, ExportArgs, SessionsArgs, ShowArgs, SqlArgs, SubagentsArgs, SyncArgs, ToolsArgs,
-    TreeArgs, UsageArgs, UsageBy,
+    Cli, Command, ExportArgs, SearchArgs, SessionsArgs, ShowArgs, SortArg, SqlArgs, SubagentsArgs,
+    SyncArgs, ToolsArgs, TreeArgs, UsageArgs, UsageBy,
 };
 use piidx::output::{self, Format};
 use piidx::store::Store;
@@ -33,6 +33,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Sync(args) => sync(db, args),
         Command::Sql(args) => sql(db, args),
+        Command::Search(args) => search(db, args),
         Command::Subagents(args) => subagents(db, args),
         Command::Sessions(args) => sessions(db, args),
         Command::Show(args) => show(db, args),
@@ -311,6 +312,89 @@ fn export(db: PathBuf, args: ExportArgs) -> Result<ExitCode> {
             query::export::export(&store, &found, &mut out)?;
             out.flush()?;
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
+    use piidx::query::search::{MARK_CLOSE, MARK_OPEN, SearchOptions, Sort};
+    let store = Store::open_read_only(&db)?;
+    let options = SearchOptions {
+        query: args.query,
+        project: args.project,
+        cwd: args
+            .cwd
+            .map(|cwd| config::absolute(&cwd).to_string_lossy().into_owned()),
+        session: args.session,
+        roles: args.role,
+        tool: args.tool,
+        model: args.model,
+        since: args.since,
+        until: args.until,
+        limit: args.limit,
+        sort: match args.sort {
+            SortArg::Rank => Sort::Rank,
+            SortArg::Recent => Sort::Recent,
+        },
+        raw: args.raw,
+        substring: args.substring,
+    };
+    let mut hits = query::search::search(&store, &options)?;
+    let mut out = std::io::stdout().lock();
+    let colour = !args.json && std::io::stdout().is_terminal();
+    let (open, close) = if colour {
+        ("\x1b[1;31m", "\x1b[0m")
+    } else {
+        ("«", "»")
+    };
+    for hit in &mut hits {
+        hit.snippet = hit
+            .snippet
+            .replace(MARK_OPEN, open)
+            .replace(MARK_CLOSE, close);
+    }
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &hits)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if hits.is_empty() {
+        eprintln!("piidx: no hits");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (dim, reset) = if colour {
+        ("\x1b[2m", "\x1b[0m")
+    } else {
+        ("", "")
+    };
+    for hit in &hits {
+        let title = hit
+            .session_name
+            .as_deref()
+            .or(hit.first_message.as_deref())
+            .unwrap_or("");
+        let title = output::shorten(&title.replace('\n', " "), 60);
+        let tool = hit
+            .tool_name
+            .as_deref()
+            .map(|tool| format!(" [{tool}]"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{}  {}{tool}  {}  {}  {}",
+            hit.timestamp.as_deref().unwrap_or("-"),
+            hit.role,
+            hit.session_id,
+            hit.entry_id,
+            title
+        )?;
+        writeln!(
+            out,
+            "{dim}  {} (line {}) · {}{reset}",
+            hit.session_path, hit.line_no, hit.cwd
+        )?;
+        let snippet = hit.snippet.replace(['\n', '\r', '\t'], " ");
+        writeln!(out, "  {snippet}\n")?;
     }
     Ok(ExitCode::SUCCESS)
 }

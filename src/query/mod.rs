@@ -2,6 +2,8 @@
 //! with typed rows; printing is `output`'s job.
 
 pub mod export;
+pub mod search;
+pub mod search_query;
 pub mod sessions;
 pub mod show;
 pub mod sql;

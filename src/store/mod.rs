@@ -65,7 +65,7 @@ pub struct Store {
     path: PathBuf,
     /// FTS rows of the open transaction, inserted together just before
     /// commit (see `write.rs`, `flush_fts`).
-    pending_fts: std::cell::RefCell<Vec<(i64, String)>>,
+    pending_fts: std::cell::RefCell<Vec<(i64, String, bool)>>,
 }
 
 impl Store {

@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0002_subagents.sql"),
     include_str!("../../migrations/0003_tree.sql"),
     include_str!("../../migrations/0004_usage.sql"),
+    include_str!("../../migrations/0005_search.sql"),
 ];
 
 /// The schema version this build writes.

@@ -59,12 +59,23 @@ impl Store {
     /// before any FTS delete, which may only delete rows the index has.
     fn flush_fts(&self) -> Result<()> {
         let pending = std::mem::take(&mut *self.pending_fts.borrow_mut());
-        let mut stmt = self
+        let mut words = self
             .conn
             .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
             .map_err(self.err())?;
-        for (chunk_id, body) in &pending {
-            stmt.execute(params![chunk_id, body]).map_err(self.err())?;
+        let mut trigrams = self
+            .conn
+            .prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")
+            .map_err(self.err())?;
+        for (chunk_id, body, trigram) in &pending {
+            words.execute(params![chunk_id, body]).map_err(self.err())?;
+            // Only chunks in scripts written without spaces (CJK, Thai…),
+            // which unicode61 cannot split into words; see docs/search.md.
+            if *trigram {
+                trigrams
+                    .execute(params![chunk_id, body])
+                    .map_err(self.err())?;
+            }
         }
         Ok(())
     }
@@ -134,6 +145,9 @@ impl Store {
         self.flush_fts()?;
         let sql = [
             "DELETE FROM fts WHERE rowid IN (SELECT chunk_id FROM chunks WHERE file_id = ?1)",
+            // Only some chunks are in fts_trigram; its docsize table lists them.
+            "DELETE FROM fts_trigram WHERE rowid IN (SELECT c.chunk_id FROM chunks c
+               JOIN fts_trigram_docsize d ON d.id = c.chunk_id WHERE c.file_id = ?1)",
             "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",
             "DELETE FROM gone_hashes",
             "INSERT OR IGNORE INTO gone_hashes SELECT hash FROM images WHERE file_id = ?1",
@@ -681,9 +695,10 @@ impl Store {
                     .map_err(self.err())?;
                 let chunk_id = self.conn.last_insert_rowid();
                 let body = text.text.get(start..start + len).unwrap_or_default();
+                let trigram = crate::query::search_query::has_unspaced_script(body);
                 self.pending_fts
                     .borrow_mut()
-                    .push((chunk_id, body.to_owned()));
+                    .push((chunk_id, body.to_owned(), trigram));
             }
         }
         Ok(())

@@ -21,3 +21,6 @@ mod subagents;
 mod views;
 // `usage` and `tools`: sums against totals computed from the fixture files.
 mod usage;
+
+// `search`: known-item tokens, filters, identifiers, CJK, punctuation fuzz.
+mod search;

@@ -1,0 +1,554 @@
+//! `piidx search`: ranked full-text search over every indexed text chunk.
+//!
+//! Three ways to find chunks (docs/search.md):
+//! * words: the unicode61 `fts` table, query translated by `search_query`;
+//! * unspaced scripts (CJK, Thai, ...): the `fts_trigram` table, which holds
+//!   only chunks containing such characters (the writer decides per chunk);
+//! * `--substring`, or trigram terms shorter than 3 characters: a scan of
+//!   `fts_content` with `instr`, newest first.
+//!
+//! Ranking is bm25 times a per-kind weight, best chunk per entry, then the top
+//! `limit` get a snippet (snippets are computed for those rows only).
+
+use rusqlite::types::Value as SqlValue;
+use serde::Serialize;
+
+use super::search_query::{Translated, has_unspaced_script, translate};
+use crate::store::Store;
+use crate::time::{days_from_civil, format_iso_ms, parse_iso_ms};
+
+/// Marks around a match inside `Hit::snippet`; the printer replaces them.
+pub const MARK_OPEN: char = '\u{2}';
+pub const MARK_CLOSE: char = '\u{3}';
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sort {
+    #[default]
+    Rank,
+    Recent,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SearchOptions {
+    pub query: String,
+    pub project: Option<String>,
+    pub cwd: Option<String>,
+    pub session: Option<String>,
+    pub roles: Vec<String>,
+    pub tool: Option<String>,
+    pub model: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub limit: usize,
+    pub sort: Sort,
+    pub raw: bool,
+    pub substring: bool,
+}
+
+/// One search result: the best chunk of one entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub session_id: String,
+    pub session_path: String,
+    pub session_name: Option<String>,
+    pub first_message: Option<String>,
+    pub cwd: String,
+    pub entry_id: String,
+    /// Kind of text (`user`, `assistant`, `thinking`, `tool_call`, ...).
+    pub role: String,
+    pub entry_type: String,
+    pub timestamp: Option<String>,
+    /// Snippet with matches between `MARK_OPEN` and `MARK_CLOSE`.
+    pub snippet: String,
+    /// Lower is better (bm25 times the kind weight); 0 for scans.
+    pub score: f64,
+    pub tool_name: Option<String>,
+    pub json_path: String,
+    pub line_no: i64,
+    /// Subagent run the text belongs to (set once subagent transcripts are
+    /// indexed as chunks; null for the session's own entries).
+    pub run: Option<String>,
+    #[serde(skip)]
+    pub chunk_id: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error(
+        "the query {0:?} has no searchable words (only punctuation or operators); put a word or a \"quoted phrase\" in it"
+    )]
+    Empty(String),
+    #[error("FTS5 syntax error in --raw query {query:?}: {message}")]
+    RawSyntax { query: String, message: String },
+    #[error(
+        "unknown role {0:?}; use one of user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, other"
+    )]
+    Role(String),
+    #[error("cannot read the date {0:?}; use YYYY-MM-DD or an ISO time like 2026-02-01T10:00:00Z")]
+    Date(String),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// Weight applied to bm25 (which is negative: more negative is better).
+const KIND_WEIGHTS: &str =
+    "CASE c.kind WHEN 'user' THEN 1.0 WHEN 'assistant' THEN 1.0 WHEN 'summary' THEN 1.0
+     WHEN 'tool_result' THEN 0.5 ELSE 0.7 END";
+
+/// SQL condition for one `--role` value (fixed strings only, never user text).
+fn role_condition(role: &str) -> Result<&'static str, SearchError> {
+    let normalized = role.trim().to_lowercase().replace('-', "_");
+    Ok(match normalized.as_str() {
+        "user" => "c.kind = 'user'",
+        "assistant" => "c.kind = 'assistant'",
+        "thinking" => "c.kind = 'thinking'",
+        "tool_call" | "toolcall" => "c.kind = 'tool_call'",
+        "tool_result" | "toolresult" => "c.kind = 'tool_result'",
+        "bash" | "bashexecution" | "bash_execution" => "c.kind = 'bash'",
+        "summary" => "c.kind = 'summary'",
+        "compaction" | "compactionsummary" | "compaction_summary" => {
+            "(c.kind = 'summary' AND (e.type = 'compaction' OR mm.role = 'compactionSummary'))"
+        }
+        "branch_summary" | "branchsummary" | "branch" => {
+            "(c.kind = 'summary' AND (e.type = 'branch_summary' OR mm.role = 'branchSummary'))"
+        }
+        "custom" | "custom_message" => "c.kind = 'custom'",
+        "system" => "c.kind = 'system'",
+        "other" => "c.kind = 'other'",
+        _ => return Err(SearchError::Role(role.to_owned())),
+    })
+}
+
+/// `YYYY-MM-DD` (start of that UTC day, or the next day's start for `until`)
+/// or an ISO time.
+fn parse_date(text: &str, end_of_day: bool) -> Result<i64, SearchError> {
+    let trimmed = text.trim();
+    if let Some(ms) = parse_iso_ms(trimmed) {
+        return Ok(if end_of_day { ms + 1 } else { ms });
+    }
+    let parts: Vec<&str> = trimmed.split('-').collect();
+    if let [y, m, d] = parts.as_slice()
+        && y.len() == 4
+        && let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i64>(), m.parse::<i64>(), d.parse::<i64>())
+        && (1..=12).contains(&m)
+        && (1..=31).contains(&d)
+    {
+        let day = days_from_civil(y, m, d) + i64::from(end_of_day);
+        return Ok(day * 86_400_000);
+    }
+    Err(SearchError::Date(text.to_owned()))
+}
+
+/// Filters as SQL conditions plus their parameters (appended after the
+/// query parameter, numbered from `first`).
+struct Filters {
+    sql: Vec<String>,
+    params: Vec<SqlValue>,
+}
+
+impl Filters {
+    fn build(options: &SearchOptions, first: usize) -> Result<Filters, SearchError> {
+        let mut filters = Filters {
+            sql: Vec::new(),
+            params: Vec::new(),
+        };
+        let mut next = first;
+        let mut param = |filters: &mut Filters, value: SqlValue| -> usize {
+            filters.params.push(value);
+            next += 1;
+            next - 1
+        };
+        if !options.roles.is_empty() {
+            let mut any = Vec::new();
+            for role in &options.roles {
+                for part in role.split(',').filter(|p| !p.trim().is_empty()) {
+                    any.push(role_condition(part)?);
+                }
+            }
+            if !any.is_empty() {
+                filters.sql.push(format!("({})", any.join(" OR ")));
+            }
+        }
+        if let Some(project) = &options.project {
+            let n = param(&mut filters, project.clone().into());
+            filters
+                .sql
+                .push(format!("(s.project_dir = ?{n} OR instr(s.cwd, ?{n}) > 0)"));
+        }
+        if let Some(cwd) = &options.cwd {
+            let trimmed = cwd.trim_end_matches('/');
+            let n = param(&mut filters, trimmed.to_owned().into());
+            filters.sql.push(format!(
+                "(s.cwd = ?{n} OR substr(s.cwd, 1, length(?{n}) + 1) = ?{n} || '/')"
+            ));
+        }
+        if let Some(session) = &options.session {
+            let n = param(&mut filters, session.clone().into());
+            filters.sql.push(format!(
+                "(substr(s.session_id, 1, length(?{n})) = ?{n} OR s.file_path = ?{n})"
+            ));
+        }
+        if let Some(tool) = &options.tool {
+            let n = param(&mut filters, tool.clone().into());
+            filters
+                .sql
+                .push(format!("c.tool_name = ?{n} COLLATE NOCASE"));
+        }
+        if let Some(model) = &options.model {
+            let n = param(&mut filters, model.to_lowercase().into());
+            filters
+                .sql
+                .push(format!("instr(lower(mm.model), ?{n}) > 0"));
+        }
+        if let Some(since) = &options.since {
+            let n = param(&mut filters, parse_date(since, false)?.into());
+            filters.sql.push(format!("e.timestamp_ms >= ?{n}"));
+        }
+        if let Some(until) = &options.until {
+            let n = param(&mut filters, parse_date(until, true)?.into());
+            filters.sql.push(format!("e.timestamp_ms < ?{n}"));
+        }
+        Ok(filters)
+    }
+
+    fn clause(&self) -> String {
+        self.sql
+            .iter()
+            .map(|condition| format!(" AND {condition}"))
+            .collect()
+    }
+}
+
+/// Which index answers the query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Plan {
+    /// MATCH on an FTS table.
+    Fts { table: &'static str, expr: String },
+    /// instr() over the chunk text for every term; `unspaced` limits the
+    /// scan to the chunks in fts_trigram (all chunks with CJK & co).
+    Scan { terms: Vec<String>, unspaced: bool },
+}
+
+fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
+    if options.raw {
+        let table = if has_unspaced_script(&options.query) {
+            "fts_trigram"
+        } else {
+            "fts"
+        };
+        return Ok(Plan::Fts {
+            table,
+            expr: options.query.clone(),
+        });
+    }
+    let Translated { expr, terms } = translate(&options.query);
+    if expr.is_empty() {
+        return Err(SearchError::Empty(options.query.clone()));
+    }
+    let unspaced = has_unspaced_script(&options.query);
+    if options.substring && !unspaced {
+        // The trigram table only holds unspaced-script chunks (docs/search.md).
+        return Ok(Plan::Scan {
+            terms,
+            unspaced: false,
+        });
+    }
+    if options.substring || unspaced {
+        if terms.iter().all(|term| term.chars().count() >= 3) {
+            return Ok(Plan::Fts {
+                table: "fts_trigram",
+                expr,
+            });
+        }
+        return Ok(Plan::Scan {
+            terms,
+            unspaced: true,
+        });
+    }
+    Ok(Plan::Fts { table: "fts", expr })
+}
+
+const HIT_COLUMNS: &str =
+    "s.session_id, s.file_path, s.name, s.first_message, s.cwd, e.entry_id, c.kind,
+     e.type, e.timestamp_ms, c.tool_name, c.json_path, e.line_no, c.chunk_id";
+
+/// Runs a search and returns at most `options.limit` hits.
+pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, SearchError> {
+    let plan = plan(options)?;
+    let limit = options.limit.max(1);
+    let conn = store.connection();
+    let filters = Filters::build(options, 3)?;
+    let order = match (options.sort, &plan) {
+        (Sort::Rank, Plan::Fts { .. }) => "score, e.timestamp_ms DESC, c.chunk_id DESC",
+        _ => "e.timestamp_ms DESC, c.chunk_id DESC",
+    };
+    let meta_join = if options.model.is_some() || !options.roles.is_empty() {
+        "LEFT JOIN message_meta mm ON mm.entry_rowid = c.entry_rowid"
+    } else {
+        ""
+    };
+    // Stage 1 ranks chunks without touching their text (no GROUP BY: one
+    // entry's several chunks are merged below, fetching more rows if needed).
+    let (sql, first): (String, SqlValue) = match &plan {
+        Plan::Fts { table, expr } => {
+            let rank = if options.sort == Sort::Rank {
+                format!("bm25({table})")
+            } else {
+                "0.0".to_owned()
+            };
+            // Materialized: bm25() must run in the FTS query itself.
+            let sql = format!(
+                "WITH m AS MATERIALIZED (SELECT rowid, {rank} AS r FROM {table} WHERE {table} MATCH ?1)
+                 SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score
+                 FROM m JOIN chunks c ON c.chunk_id = m.rowid
+                 JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 JOIN sessions s ON s.file_id = c.file_id {meta_join}
+                 WHERE 1 {filters}
+                 ORDER BY {order} LIMIT ?2",
+                filters = filters.clause(),
+            );
+            (sql, expr.clone().into())
+        }
+        Plan::Scan { terms, unspaced } => {
+            // A query with CJK can only match chunks holding CJK, and those
+            // are exactly the rows of fts_trigram (listed in its docsize).
+            let only = if *unspaced {
+                "JOIN fts_trigram_docsize d ON d.id = c.chunk_id"
+            } else {
+                ""
+            };
+            let mut conditions = String::new();
+            for index in 0..terms.len() {
+                conditions.push_str(&format!(
+                    " AND instr(lower(fc.body), lower(json_extract(?1, '$[{index}]'))) > 0"
+                ));
+            }
+            let sql = format!(
+                "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score
+                 FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 JOIN sessions s ON s.file_id = c.file_id {meta_join}
+                 JOIN fts_content fc ON fc.chunk_id = c.chunk_id
+                 WHERE 1 {filters} {conditions}
+                 ORDER BY {order} LIMIT ?2",
+                filters = filters.clause(),
+            );
+            (sql, serde_json::to_string(terms).unwrap_or_default().into())
+        }
+    };
+    let mut fetch = limit * 4 + 16;
+    let best: Vec<(i64, f64)> = loop {
+        let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
+        params.extend(filters.params.iter().cloned());
+        let rows = conn.prepare(&sql).and_then(|mut stmt| {
+            stmt.query_map(rusqlite::params_from_iter(params), |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, f64>(2)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        });
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(err) if options.raw => {
+                return Err(SearchError::RawSyntax {
+                    query: options.query.clone(),
+                    message: err.to_string(),
+                });
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let mut seen = std::collections::HashSet::new();
+        let best: Vec<(i64, f64)> = rows
+            .iter()
+            .filter(|(_, entry, _)| seen.insert(*entry))
+            .map(|(chunk, _, score)| (*chunk, *score))
+            .take(limit)
+            .collect();
+        if best.len() == limit || rows.len() < fetch {
+            break best;
+        }
+        fetch *= 4;
+    };
+    // Stage 2: details and a snippet for the chosen chunks only.
+    let mut hits = Vec::with_capacity(best.len());
+    for (chunk_id, score) in best {
+        let mut hit = conn.query_row(
+            &format!(
+                "SELECT {HIT_COLUMNS} FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 JOIN sessions s ON s.file_id = c.file_id WHERE c.chunk_id = ?1"
+            ),
+            [chunk_id],
+            |row| {
+                Ok(Hit {
+                    session_id: row.get(0)?,
+                    session_path: row.get(1)?,
+                    session_name: row.get(2)?,
+                    first_message: row.get(3)?,
+                    cwd: row.get(4)?,
+                    entry_id: row.get(5)?,
+                    role: row.get(6)?,
+                    entry_type: row.get(7)?,
+                    timestamp: row.get::<_, Option<i64>>(8)?.map(format_iso_ms),
+                    tool_name: row.get(9)?,
+                    json_path: row.get(10)?,
+                    line_no: row.get(11)?,
+                    chunk_id: row.get(12)?,
+                    score,
+                    snippet: String::new(),
+                    run: None,
+                })
+            },
+        )?;
+        hit.snippet = match &plan {
+            Plan::Fts { table, expr } => conn.query_row(
+                &format!(
+                    "SELECT snippet({table}, 0, char(2), char(3), '…', 24) FROM {table}
+                     WHERE {table} MATCH ?1 AND rowid = ?2"
+                ),
+                rusqlite::params![expr, chunk_id],
+                |row| row.get::<_, Option<String>>(0),
+            )?,
+            Plan::Scan { terms, .. } => conn
+                .query_row(
+                    "SELECT body FROM fts_content WHERE chunk_id = ?1",
+                    [chunk_id],
+                    |row| row.get::<_, Option<String>>(0),
+                )?
+                .map(|body| scan_snippet(&body, terms)),
+        }
+        .map(|snippet| clean_snippet(&snippet))
+        .unwrap_or_default();
+        hits.push(hit);
+    }
+    Ok(hits)
+}
+
+/// Control characters (newlines, tabs, terminal escapes from tool output)
+/// become spaces, so a snippet is one safe line; the match marks stay.
+fn clean_snippet(snippet: &str) -> String {
+    snippet
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != MARK_OPEN && c != MARK_CLOSE {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// A window of about 120 characters around the first term found, marked.
+fn scan_snippet(body: &str, terms: &[String]) -> String {
+    let lower = body.to_lowercase();
+    // Lowercasing may change byte lengths; only use positions when it did not.
+    let same = lower.len() == body.len();
+    let found = terms
+        .iter()
+        .filter_map(|term| {
+            let needle = term.to_lowercase();
+            let at = if same {
+                lower.find(&needle)
+            } else {
+                body.find(term.as_str())
+            }?;
+            Some((at, needle.len()))
+        })
+        .min();
+    let Some((at, len)) = found else {
+        return body.chars().take(120).collect();
+    };
+    let mut start = at.saturating_sub(60);
+    while !body.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (at + len + 60).min(body.len());
+    while !body.is_char_boundary(end) {
+        end += 1;
+    }
+    let end_match = at + len;
+    format!(
+        "{}{}{MARK_OPEN}{}{MARK_CLOSE}{}{}",
+        if start > 0 { "…" } else { "" },
+        &body[start..at],
+        &body[at..end_match],
+        &body[end_match..end],
+        if end < body.len() { "…" } else { "" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_date("2026-02-01", false).unwrap(), 1_769_904_000_000);
+        assert_eq!(
+            parse_date("2026-02-01", true).unwrap(),
+            1_769_904_000_000 + 86_400_000
+        );
+        assert_eq!(
+            parse_date("2026-02-01T00:00:00Z", false).unwrap(),
+            1_769_904_000_000
+        );
+        assert!(parse_date("yesterday", false).is_err());
+        assert!(parse_date("2026-13-01", false).is_err());
+    }
+
+    #[test]
+    fn roles_and_aliases() {
+        for role in ["toolResult", "tool-result", "tool_result", "TOOL_RESULT"] {
+            assert_eq!(role_condition(role).unwrap(), "c.kind = 'tool_result'");
+        }
+        assert!(role_condition("nope").is_err());
+    }
+
+    #[test]
+    fn plans() {
+        let options = |query: &str, substring: bool| SearchOptions {
+            query: query.to_owned(),
+            substring,
+            ..SearchOptions::default()
+        };
+        assert!(matches!(
+            plan(&options("foo", false)),
+            Ok(Plan::Fts { table: "fts", .. })
+        ));
+        assert!(matches!(
+            plan(&options("桜餅テスト", false)),
+            Ok(Plan::Fts {
+                table: "fts_trigram",
+                ..
+            })
+        ));
+        assert!(matches!(
+            plan(&options("桜餅", false)),
+            Ok(Plan::Scan { .. })
+        ));
+        assert!(matches!(
+            plan(&options("istAl", true)),
+            Ok(Plan::Scan { .. })
+        ));
+        assert!(matches!(
+            plan(&options("()", false)),
+            Err(SearchError::Empty(_))
+        ));
+    }
+
+    #[test]
+    fn snippets_lose_control_characters() {
+        assert_eq!(
+            clean_snippet("a\n\u{1b}[31mb\u{2}c\u{3}\t"),
+            "a  [31mb\u{2}c\u{3} "
+        );
+    }
+
+    #[test]
+    fn scan_snippets_mark_the_match() {
+        let snippet = scan_snippet("hello SessionManager world", &["sessionman".to_owned()]);
+        assert_eq!(snippet, "hello \u{2}SessionMan\u{3}ager world");
+    }
+}

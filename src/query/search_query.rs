@@ -1,0 +1,461 @@
+//! Turning what a person types into an FTS5 MATCH expression that is always
+//! valid (pure, no SQL).
+//!
+//! Rules (docs/search.md):
+//! * whitespace-separated words are ANDed;
+//! * every word is emitted as a quoted FTS5 string, so punctuation inside it
+//!   (`foo-bar`, `a.b()`, `C++`, `src/lib.rs`) is left to the tokenizer,
+//!   which turns it into a phrase of the word's tokens (`"src lib rs"`);
+//! * `"quoted phrases"` are kept; an unbalanced quote is closed at the end;
+//! * `word*` and `"phrase"*` are prefix queries;
+//! * uppercase `AND`, `OR`, `NOT` are operators where they have an operand
+//!   on both sides, otherwise plain words;
+//! * `(` at the start and `)` at the end of words group when all of them are
+//!   balanced and a group is not empty, otherwise they are punctuation;
+//! * words without a letter or digit (`()`, `--`, `+`) are dropped.
+
+/// One lexed item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Lexeme {
+    Term { text: String, prefix: bool },
+    Op(&'static str),
+    Open,
+    Close,
+}
+
+/// A parsed node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Term { text: String, prefix: bool },
+    Op(&'static str),
+    Group(Vec<Node>),
+}
+
+/// The translated query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translated {
+    /// The FTS5 MATCH expression (empty when nothing searchable was left).
+    pub expr: String,
+    /// The search terms, in order, without operators (for substring scans).
+    pub terms: Vec<String>,
+}
+
+impl Translated {
+    pub fn is_empty(&self) -> bool {
+        self.expr.is_empty()
+    }
+}
+
+/// True for characters the tokenizers keep (letters, digits, marks).
+fn is_token_char(c: char) -> bool {
+    c.is_alphanumeric() || is_mark(c)
+}
+
+fn is_mark(c: char) -> bool {
+    matches!(c as u32, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F)
+}
+
+/// Scripts written without spaces between words, which unicode61 cannot
+/// split: CJK ideographs, kana, hangul, Thai, Lao, Khmer, Myanmar.
+pub fn is_unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF // Thai, Lao
+        | 0x1000..=0x109F // Myanmar
+        | 0x1780..=0x17FF // Khmer
+        | 0x3040..=0x30FF // Hiragana, Katakana
+        | 0x3100..=0x312F // Bopomofo
+        | 0x3400..=0x4DBF // CJK Ext A
+        | 0x4E00..=0x9FFF // CJK Unified
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility
+        | 0xFF66..=0xFF9F // half-width katakana
+        | 0x20000..=0x3FFFF // CJK Ext B..
+    )
+}
+
+/// True when `text` holds any character of an unspaced script.
+pub fn has_unspaced_script(text: &str) -> bool {
+    text.chars().any(is_unspaced_script)
+}
+
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+fn lex(input: &str) -> Vec<Lexeme> {
+    let mut out = Vec::new();
+    let mut chars = input.chars().peekable();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut Vec<Lexeme>| {
+        if word.is_empty() {
+            return;
+        }
+        let text = std::mem::take(word);
+        let mut body = text.as_str();
+        let opens = body.len() - body.trim_start_matches('(').len();
+        body = &body[opens..];
+        out.extend(std::iter::repeat_n(Lexeme::Open, opens));
+        let closes = body.len() - body.trim_end_matches(')').len();
+        body = &body[..body.len() - closes];
+        let trimmed = body.trim_end_matches('*');
+        let prefix = trimmed.len() < body.len();
+        match (trimmed, prefix) {
+            ("AND", false) => out.push(Lexeme::Op("AND")),
+            ("OR", false) => out.push(Lexeme::Op("OR")),
+            ("NOT", false) => out.push(Lexeme::Op("NOT")),
+            _ => out.push(Lexeme::Term {
+                text: trimmed.to_owned(),
+                prefix,
+            }),
+        }
+        out.extend(std::iter::repeat_n(Lexeme::Close, closes));
+    };
+    while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            flush(&mut word, &mut out);
+        } else if c == '"' {
+            flush(&mut word, &mut out);
+            let mut phrase = String::new();
+            for inner in chars.by_ref() {
+                if inner == '"' {
+                    break;
+                }
+                phrase.push(inner);
+            }
+            let mut prefix = false;
+            while chars.peek() == Some(&'*') {
+                chars.next();
+                prefix = true;
+            }
+            out.push(Lexeme::Term {
+                text: phrase,
+                prefix,
+            });
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// Parens count only when every one of them is matched.
+fn parens_balanced(lexemes: &[Lexeme]) -> bool {
+    let mut depth = 0i64;
+    for lexeme in lexemes {
+        match lexeme {
+            Lexeme::Open => depth += 1,
+            Lexeme::Close => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0
+}
+
+fn parse(lexemes: Vec<Lexeme>) -> Vec<Node> {
+    let use_parens = parens_balanced(&lexemes);
+    let mut stack: Vec<Vec<Node>> = vec![Vec::new()];
+    for lexeme in lexemes {
+        match lexeme {
+            Lexeme::Term { text, prefix } => {
+                if text.chars().any(is_token_char)
+                    && let Some(top) = stack.last_mut()
+                {
+                    top.push(Node::Term { text, prefix });
+                }
+            }
+            Lexeme::Op(op) => {
+                if let Some(top) = stack.last_mut() {
+                    top.push(Node::Op(op));
+                }
+            }
+            Lexeme::Open if use_parens => stack.push(Vec::new()),
+            Lexeme::Close if use_parens && stack.len() > 1 => {
+                if let Some(group) = stack.pop()
+                    && let Some(top) = stack.last_mut()
+                {
+                    top.push(Node::Group(group));
+                }
+            }
+            Lexeme::Open | Lexeme::Close => {}
+        }
+    }
+    // Balanced parens leave exactly one level; be defensive anyway.
+    while stack.len() > 1 {
+        if let Some(group) = stack.pop()
+            && let Some(top) = stack.last_mut()
+        {
+            top.extend(group);
+        }
+    }
+    stack.pop().unwrap_or_default()
+}
+
+/// Emitted pieces of one level: operands and valid operators.
+enum Piece {
+    Operand(String),
+    Op(&'static str),
+}
+
+fn emit(nodes: Vec<Node>, terms: &mut Vec<String>) -> String {
+    // Resolve groups first (an empty group disappears).
+    let mut items: Vec<Node> = Vec::new();
+    let mut emitted: Vec<Option<String>> = Vec::new();
+    for node in nodes {
+        match node {
+            Node::Group(inner) => {
+                let text = emit(inner, terms);
+                if !text.is_empty() {
+                    items.push(Node::Group(Vec::new()));
+                    emitted.push(Some(format!("({text})")));
+                }
+            }
+            other => {
+                if let Node::Term { text, .. } = &other {
+                    terms.push(text.clone());
+                }
+                items.push(other);
+                emitted.push(None);
+            }
+        }
+    }
+    let mut pieces: Vec<Piece> = Vec::new();
+    for (index, node) in items.iter().enumerate() {
+        match node {
+            Node::Op(op) => {
+                let after_operand = matches!(pieces.last(), Some(Piece::Operand(_)));
+                let before_operand = matches!(
+                    items.get(index + 1),
+                    Some(Node::Term { .. } | Node::Group(_))
+                );
+                if after_operand && before_operand {
+                    pieces.push(Piece::Op(op));
+                } else {
+                    terms.push(op.to_lowercase());
+                    pieces.push(Piece::Operand(quote(&op.to_lowercase())));
+                }
+            }
+            Node::Term { text, prefix } => {
+                let star = if *prefix { "*" } else { "" };
+                pieces.push(Piece::Operand(format!("{}{star}", quote(text))));
+            }
+            Node::Group(_) => {
+                if let Some(Some(text)) = emitted.get(index) {
+                    pieces.push(Piece::Operand(text.clone()));
+                }
+            }
+        }
+    }
+    // FTS5 only allows implicit AND between phrases, not next to a group, so
+    // adjacent operands are always joined with an explicit AND.
+    let mut out = String::new();
+    let mut previous_operand = false;
+    for piece in pieces {
+        match piece {
+            Piece::Operand(text) => {
+                if previous_operand {
+                    out.push_str(" AND ");
+                } else if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(&text);
+                previous_operand = true;
+            }
+            Piece::Op(op) => {
+                out.push(' ');
+                out.push_str(op);
+                previous_operand = false;
+            }
+        }
+    }
+    out
+}
+
+/// Translates user input into a valid FTS5 expression.
+pub fn translate(input: &str) -> Translated {
+    let mut terms = Vec::new();
+    let expr = emit(parse(lex(input)), &mut terms);
+    Translated { expr, terms }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(input: &str) -> String {
+        translate(input).expr
+    }
+
+    #[test]
+    fn plain_words_are_anded_and_quoted() {
+        assert_eq!(t("hello world"), r#""hello" AND "world""#);
+        assert_eq!(t("  spaced   out "), r#""spaced" AND "out""#);
+    }
+
+    #[test]
+    fn punctuated_words_become_quoted_strings() {
+        assert_eq!(t("foo-bar"), r#""foo-bar""#);
+        assert_eq!(t("a.b()"), r#""a.b(""#);
+        assert_eq!(t("C++"), r#""C++""#);
+        assert_eq!(t("src/lib.rs"), r#""src/lib.rs""#);
+        assert_eq!(t("SessionManager.listAll"), r#""SessionManager.listAll""#);
+        assert_eq!(t("parse_line_offset"), r#""parse_line_offset""#);
+        assert_eq!(t("foo(bar)"), r#""foo(bar""#);
+        assert_eq!(t("it's"), r#""it's""#);
+    }
+
+    #[test]
+    fn quoted_phrases_are_kept_and_closed() {
+        assert_eq!(t(r#""exact phrase" more"#), r#""exact phrase" AND "more""#);
+        assert_eq!(t(r#""unbalanced"#), r#""unbalanced""#);
+        assert_eq!(t(r#"say"hi"there"#), r#""say" AND "hi" AND "there""#);
+        assert_eq!(t(r#""""#), "");
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(t("pars*"), r#""pars"*"#);
+        assert_eq!(t(r#""src lib"*"#), r#""src lib"*"#);
+        assert_eq!(t("**"), "");
+        assert_eq!(t("*foo"), r#""*foo""#);
+    }
+
+    #[test]
+    fn operators_need_operands_on_both_sides() {
+        assert_eq!(t("a OR b"), r#""a" OR "b""#);
+        assert_eq!(t("a AND b NOT c"), r#""a" AND "b" NOT "c""#);
+        assert_eq!(t("OR a"), r#""or" AND "a""#);
+        assert_eq!(t("a OR"), r#""a" AND "or""#);
+        assert_eq!(t("NOT a"), r#""not" AND "a""#);
+        assert_eq!(t("a OR OR b"), r#""a" AND "or" OR "b""#);
+        assert_eq!(t("a or b"), r#""a" AND "or" AND "b""#);
+        assert_eq!(t("OR"), r#""or""#);
+        assert_eq!(t("NEAR(a b)"), r#""NEAR(a" AND "b""#);
+    }
+
+    #[test]
+    fn parens_group_only_when_balanced() {
+        assert_eq!(t("(a OR b) c"), r#"("a" OR "b") AND "c""#);
+        assert_eq!(t("((a))"), r#"(("a"))"#);
+        assert_eq!(t("(a OR b"), r#""a" OR "b""#);
+        assert_eq!(t("a) OR (b"), r#""a" OR "b""#);
+        assert_eq!(t("a OR () b"), r#""a" OR "b""#);
+        assert_eq!(t("(OR)"), r#"("or")"#);
+        assert_eq!(t("a (OR) b"), r#""a" AND ("or") AND "b""#);
+        assert_eq!(t("x NOT (y)"), r#""x" NOT ("y")"#);
+        assert_eq!(t("x NOT ()"), r#""x" AND "not""#);
+    }
+
+    #[test]
+    fn nothing_searchable() {
+        assert!(translate("()").is_empty());
+        assert!(translate("  -- ++ ...  ").is_empty());
+        assert!(translate("").is_empty());
+    }
+
+    #[test]
+    fn column_filters_and_specials_are_literal() {
+        assert_eq!(t("body:foo"), r#""body:foo""#);
+        assert_eq!(t("^start"), r#""^start""#);
+        assert_eq!(t("{a b}: c"), r#""{a" AND "b}:" AND "c""#);
+    }
+
+    #[test]
+    fn terms_list_excludes_operators() {
+        let out = translate("(a OR b) NOT c \"d e\"");
+        assert_eq!(out.terms, vec!["a", "b", "c", "d e"]);
+    }
+
+    #[test]
+    fn cjk_detection() {
+        assert!(has_unspaced_script("桜餅テスト"));
+        assert!(has_unspaced_script("abc 한국어"));
+        assert!(!has_unspaced_script("zebrafrost café"));
+    }
+
+    fn fts_ok(conn: &rusqlite::Connection, expr: &str) -> Result<(), String> {
+        conn.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [expr], |row| {
+            row.get::<_, i64>(0)
+        })
+        .map(|_| ())
+        .map_err(|err| format!("{expr:?}: {err}"))
+    }
+
+    fn fts_tables() -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+             INSERT INTO t VALUES ('SessionManager.listAll src/lib.rs foo-bar C++ a.b()');",
+        )
+        .unwrap();
+        conn
+    }
+
+    #[test]
+    fn identifiers_match_their_text() {
+        let conn = fts_tables();
+        for query in [
+            "SessionManager.listAll",
+            "listAll",
+            "src/lib.rs",
+            "lib.rs",
+            "foo-bar",
+            "C++",
+            "a.b()",
+            "sessionmanager",
+            "list*",
+        ] {
+            let count: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM t WHERE t MATCH ?1",
+                    [translate(query).expr],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            assert_eq!(count, 1, "{query}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn never_a_syntax_error(input in r#"[ a-zA-Z0-9"()*:^{}+\-.,;/\\_'<>|&!?#@$%~`=\[\]桜餅éß\t]{0,40}"#) {
+            let conn = fts_tables();
+            let out = translate(&input);
+            if !out.is_empty() {
+                prop_assert!(fts_ok(&conn, &out.expr).is_ok(), "{}", fts_ok(&conn, &out.expr).unwrap_err());
+            }
+        }
+
+        #[test]
+        fn operators_and_parens_never_break(words in proptest::collection::vec(
+            prop_oneof![Just("AND"), Just("OR"), Just("NOT"), Just("("), Just(")"), Just("x"), Just("y*"), Just("\""), Just("()"), Just("NEAR")], 0..12)) {
+            let conn = fts_tables();
+            let input = words.join(" ");
+            let out = translate(&input);
+            if !out.is_empty() {
+                prop_assert!(fts_ok(&conn, &out.expr).is_ok(), "{}", fts_ok(&conn, &out.expr).unwrap_err());
+            }
+            let glued = words.concat();
+            let out = translate(&glued);
+            if !out.is_empty() {
+                prop_assert!(fts_ok(&conn, &out.expr).is_ok(), "{}", fts_ok(&conn, &out.expr).unwrap_err());
+            }
+        }
+
+        #[test]
+        fn any_unicode_is_safe(input in "\\PC{0,30}") {
+            let conn = fts_tables();
+            let out = translate(&input);
+            if !out.is_empty() {
+                prop_assert!(fts_ok(&conn, &out.expr).is_ok(), "{}", fts_ok(&conn, &out.expr).unwrap_err());
+            }
+        }
+    }
+}

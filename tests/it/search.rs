@@ -1,0 +1,370 @@
+//! `piidx search`: known-item tokens planted in the fixtures (see
+//! fixtures/README.md), filters, identifiers, CJK, v1 files, and punctuation
+//! that must never reach FTS5 as a syntax error.
+//!
+//! Expected sessions/entries are found by reading the fixture JSONL here,
+//! not from piidx's output.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+use crate::util::{Env, fixtures, non_blank_lines};
+
+/// Where a token occurs in the raw files: (session id, entry id, line number).
+#[derive(Debug, Clone, PartialEq)]
+struct Place {
+    session_id: String,
+    entry_id: String,
+    line_no: i64,
+}
+
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().to_owned())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every line of `tree` whose JSON text contains `token` (exactly one expected).
+fn places(tree: &str, token: &str) -> Vec<Place> {
+    let mut found = Vec::new();
+    for file in jsonl_files(&fixtures().join(tree)) {
+        let lines = non_blank_lines(&file);
+        let header: Value = serde_json::from_slice(&lines[0].bytes).expect("header");
+        for line in &lines {
+            let text = String::from_utf8_lossy(&line.bytes);
+            if text.contains(token) {
+                let value: Value = serde_json::from_str(&text).expect("token line is JSON");
+                found.push(Place {
+                    session_id: header["id"].as_str().unwrap_or_default().to_owned(),
+                    entry_id: value["id"].as_str().unwrap_or_default().to_owned(),
+                    line_no: line.line_no,
+                });
+            }
+        }
+    }
+    found
+}
+
+fn sessions_env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let env = Env::with_fixture("sessions");
+        env.sync();
+        env
+    })
+}
+
+fn search(env: &Env, args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["search", "--json"];
+    all.extend_from_slice(args);
+    let out = env.run(&all);
+    assert!(
+        out.status.success(),
+        "search {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice::<Value>(&out.stdout).expect("search --json output") {
+        Value::Array(hits) => hits,
+        other => panic!("not an array: {other}"),
+    }
+}
+
+fn hit_place(hit: &Value) -> Place {
+    Place {
+        session_id: hit["session_id"].as_str().unwrap_or_default().to_owned(),
+        entry_id: hit["entry_id"].as_str().unwrap_or_default().to_owned(),
+        line_no: hit["line_no"].as_i64().unwrap_or_default(),
+    }
+}
+
+/// Planted tokens and the kind of text each sits in (fixtures/README.md).
+const TOKENS: &[(&str, &str)] = &[
+    ("zebrafrost", "user"),
+    ("quokkaplume", "assistant"),
+    ("marmotglyph", "thinking"),
+    ("ocelotrune", "tool_call"),
+    ("ibexquartz", "tool_result"),
+    ("tapirnimbus", "tool_result"),
+    ("lemurcobalt", "summary"),
+    ("narwhalsable", "summary"),
+    ("dingoember", "custom"),
+    ("桜餅テスト", "user"),
+    ("wombatflux", "bash"),
+];
+
+#[test]
+fn planted_tokens_are_found_in_the_right_entry_with_the_right_role() {
+    let env = sessions_env();
+    for &(token, role) in TOKENS {
+        let expected = places("sessions", token);
+        assert_eq!(expected.len(), 1, "{token} planted once");
+        let hits = search(env, &[token]);
+        assert_eq!(hits.len(), 1, "{token}: {hits:#?}");
+        let hit = &hits[0];
+        assert_eq!(hit_place(hit), expected[0], "{token}");
+        assert_eq!(hit["role"], role, "{token}");
+        let snippet = hit["snippet"].as_str().unwrap_or_default();
+        assert!(
+            snippet.contains(&format!("«{token}»")),
+            "{token} highlighted: {snippet}"
+        );
+        for key in ["session_path", "timestamp", "score", "json_path", "cwd"] {
+            assert!(!hit[key].is_null(), "{token}: {key} missing");
+        }
+        assert!(hit.get("run").is_some(), "run field present (null for now)");
+        // The role filter keeps it, and excludes it under another role.
+        assert_eq!(search(env, &[token, "--role", role]).len(), 1, "{token}");
+        let other = if role == "user" { "assistant" } else { "user" };
+        assert!(search(env, &[token, "--role", other]).is_empty(), "{token}");
+    }
+}
+
+#[test]
+fn role_aliases_and_summary_kinds() {
+    let env = sessions_env();
+    for alias in ["toolResult", "tool-result", "tool_result"] {
+        assert_eq!(search(env, &["ibexquartz", "--role", alias]).len(), 1);
+    }
+    assert_eq!(search(env, &["ocelotrune", "--role", "toolCall"]).len(), 1);
+    assert_eq!(
+        search(env, &["lemurcobalt", "--role", "compaction"]).len(),
+        1
+    );
+    assert!(search(env, &["lemurcobalt", "--role", "branch_summary"]).is_empty());
+    assert_eq!(
+        search(env, &["narwhalsable", "--role", "branch_summary"]).len(),
+        1
+    );
+    assert!(search(env, &["narwhalsable", "--role", "compaction"]).is_empty());
+    // Repeated --role is an OR.
+    assert_eq!(
+        search(
+            env,
+            &["zebrafrost", "--role", "assistant", "--role", "user"]
+        )
+        .len(),
+        1
+    );
+    let out = env.run(&["search", "zebrafrost", "--role", "nonsense"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown role"));
+}
+
+#[test]
+fn filters_include_and_exclude() {
+    let env = sessions_env();
+    let s1 = places("sessions", "zebrafrost").remove(0);
+    let cases: &[(&[&str], usize)] = &[
+        (&["ibexquartz", "--tool", "read"], 1),
+        (&["ibexquartz", "--tool", "bash"], 0),
+        (&["zebrafrost", "--project", "--home-user-proj-a--"], 1),
+        (&["zebrafrost", "--project", "proj-a"], 1),
+        (&["zebrafrost", "--project", "proj-b"], 0),
+        (&["zebrafrost", "--cwd", "/home/user/proj-a"], 1),
+        (&["zebrafrost", "--cwd", "/home/user/proj-a/"], 1),
+        (&["zebrafrost", "--cwd", "/home/user"], 1),
+        (&["zebrafrost", "--cwd", "/home/user/proj"], 0),
+        (&["zebrafrost", "--since", "2026-02-01"], 0),
+        (&["zebrafrost", "--since", "2026-01-31"], 1),
+        (&["zebrafrost", "--until", "2026-01-31"], 1),
+        (&["zebrafrost", "--until", "2026-01-30"], 0),
+        (&["zebrafrost", "--since", "2026-01-31T23:21:00Z"], 0),
+        (&["quokkaplume", "--model", "claude"], 1),
+        (&["quokkaplume", "--model", "gpt"], 0),
+        (&["wombatflux", "--project", "proj-b"], 1),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(search(env, args).len(), *expected, "{args:?}");
+    }
+    let prefix = &s1.session_id[..8];
+    assert_eq!(search(env, &["zebrafrost", "--session", prefix]).len(), 1);
+    assert_eq!(
+        search(env, &["zebrafrost", "--session", &s1.session_id]).len(),
+        1
+    );
+    let other = places("sessions", "wombatflux").remove(0);
+    assert!(search(env, &["zebrafrost", "--session", &other.session_id]).is_empty());
+    let out = env.run(&["search", "zebrafrost", "--since", "last week"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("YYYY-MM-DD"));
+}
+
+#[test]
+fn identifiers_and_paths_are_found() {
+    let env = sessions_env();
+    let s1 = places("sessions", "zebrafrost").remove(0);
+    for query in [
+        "SessionManager.listAll",
+        "listAll",
+        "sessionmanager",
+        "src/lib.rs",
+        "lib.rs",
+        "parse_line_offset",
+        "parse_line*",
+        "\"parse line offset\"",
+    ] {
+        let hits = search(env, &[query, "--session", &s1.session_id, "--role", "user"]);
+        assert_eq!(hits.len(), 1, "{query}");
+        assert_eq!(hit_place(&hits[0]), s1, "{query}");
+    }
+    // Operators.
+    assert_eq!(search(env, &["zebrafrost OR quokkaplume"]).len(), 2);
+    assert_eq!(
+        search(env, &["(zebrafrost OR quokkaplume) NOT listAll"]).len(),
+        0
+    );
+    assert_eq!(search(env, &["zebrafrost quokkaplume"]).len(), 0);
+}
+
+#[test]
+fn cjk_and_substring_search() {
+    let env = sessions_env();
+    let place = places("sessions", "桜餅テスト").remove(0);
+    // Two characters: below the trigram minimum, answered by a scan.
+    let hits = search(env, &["桜餅"]);
+    assert!(hits.iter().any(|hit| hit_place(hit) == place), "{hits:#?}");
+    let hits = search(env, &["テスト", "--role", "user"]);
+    assert!(hits.iter().any(|hit| hit_place(hit) == place), "{hits:#?}");
+    // Substring inside an identifier (not a token of its own).
+    let s1 = places("sessions", "zebrafrost").remove(0);
+    assert!(search(env, &["istAl", "--role", "user"]).is_empty());
+    let hits = search(env, &["istAl", "--substring", "--role", "user"]);
+    assert!(hits.iter().any(|hit| hit_place(hit) == s1), "{hits:#?}");
+    let hits = search(env, &["ebrafro", "--substring"]);
+    assert_eq!(hits.len(), 1);
+    assert!(
+        hits[0]["snippet"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("«ebrafro»")
+    );
+}
+
+#[test]
+fn sort_recent_is_newest_first() {
+    let env = sessions_env();
+    let hits = search(env, &["the", "--sort", "recent", "--limit", "50"]);
+    assert!(hits.len() > 5);
+    let times: Vec<&str> = hits
+        .iter()
+        .map(|hit| hit["timestamp"].as_str().unwrap_or_default())
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(times, sorted);
+    assert_eq!(search(env, &["the", "--limit", "3"]).len(), 3);
+}
+
+#[test]
+fn empty_queries_and_raw_errors_are_clear() {
+    let env = sessions_env();
+    for query in ["()", "-- ++", "\"\""] {
+        let out = env.run(&["search", "--", query]);
+        assert_eq!(out.status.code(), Some(2), "{query}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no searchable words"), "{query}: {stderr}");
+    }
+    let out = env.run(&["search", "--raw", "zebrafrost AND ("]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("FTS5 syntax error in --raw query"),
+        "{stderr}"
+    );
+    assert_eq!(search(env, &["--raw", "zebra*"]).len(), 1);
+    assert_eq!(
+        search(env, &["--raw", "NEAR(zebrafrost listAll, 20)"]).len(),
+        1
+    );
+}
+
+#[test]
+fn full_resync_keeps_the_trigram_index_consistent() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let count = "SELECT count(*) FROM fts_trigram_docsize";
+    let before = env.count(count);
+    assert!(before > 0);
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--root", &root, "--full", "--json"]);
+    assert!(matches!(out.status.code(), Some(0) | Some(1)));
+    assert_eq!(env.count(count), before);
+    assert_eq!(search(&env, &["桜餅テスト"]).len(), 1);
+    // Removing the file removes its trigram rows too.
+    for file in jsonl_files(&env.root) {
+        if fs::read_to_string(&file).is_ok_and(|text| text.contains("桜餅テスト")) {
+            fs::remove_file(&file).expect("remove");
+        }
+    }
+    env.sync();
+    assert!(search(&env, &["桜餅テスト"]).is_empty());
+    assert!(env.count(count) < before);
+}
+
+#[test]
+fn v1_sample_files_are_searchable() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let word = "turnStartIndex";
+    let hits = search(&env, &[word, "--limit", "100"]);
+    assert!(!hits.is_empty());
+    for hit in &hits {
+        // Each hit points at a raw line that really contains the word.
+        let path = hit["session_path"].as_str().unwrap_or_default();
+        let rel = Path::new(path).strip_prefix(&env.root).expect("under root");
+        let line_no = hit["line_no"].as_i64().unwrap_or_default();
+        let lines = non_blank_lines(&fixtures().join("samples").join(rel));
+        let line = lines
+            .iter()
+            .find(|line| line.line_no == line_no)
+            .expect("line exists");
+        let text = String::from_utf8_lossy(&line.bytes).to_lowercase();
+        assert!(text.contains(&word.to_lowercase()), "{path}:{line_no}");
+        assert!(
+            hit["entry_id"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("v1-")
+        );
+    }
+    // Every v1 line mentioning it is found (one hit per entry).
+    let expected: usize = jsonl_files(&fixtures().join("samples"))
+        .iter()
+        .map(|file| {
+            non_blank_lines(file)
+                .iter()
+                .filter(|line| String::from_utf8_lossy(&line.bytes).contains(word))
+                .count()
+        })
+        .sum();
+    assert!(
+        hits.len() <= expected && hits.len() * 2 >= expected,
+        "{} vs {expected}",
+        hits.len()
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn punctuation_never_reaches_fts5_as_a_syntax_error(
+        query in r#"[ a-z"()*:^{}+\-.,;/\\_'<>|&!?#@$%~`=\[\]桜é]{1,24}|(AND|OR|NOT|NEAR|\(|\)|"|\*| |x){1,10}"#
+    ) {
+        let env = sessions_env();
+        let out = env.run(&["search", "--json", "--", &query]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let ok = out.status.success()
+            || (out.status.code() == Some(2) && stderr.contains("no searchable words"));
+        prop_assert!(ok, "{query:?}: {stderr}");
+        prop_assert!(!stderr.contains("syntax error"), "{query:?}: {stderr}");
+    }
+}
