@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::cli::{Cli, Command, SqlArgs, SyncArgs};
+use crate::cli::{Cli, Command, DoctorArgs, SqlArgs, SyncArgs};
 use piidx::output::{self, Format};
 use piidx::store::Store;
 use piidx::sync::{SyncError, SyncOptions};
@@ -30,6 +30,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Sync(args) => sync(db, args),
         Command::Sql(args) => sql(db, args),
+        Command::Doctor(args) => doctor(db, args),
     }
 }
 
@@ -107,10 +108,68 @@ fn sql(db: PathBuf, args: SqlArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn doctor(db: PathBuf, args: DoctorArgs) -> Result<ExitCode> {
+    use piidx::doctor::{self, DoctorOptions};
+    let options = DoctorOptions {
+        db,
+        fix: args.fix,
+        roots: args
+            .root
+            .iter()
+            .map(|root| config::absolute(root))
+            .collect(),
+        max_line_bytes: args.max_line_bytes.max(1024),
+        lock_wait: Duration::try_from_secs_f64(args.wait.max(0.0)).unwrap_or(Duration::ZERO),
+    };
+    let report = doctor::run(&options)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        let findings = &report.findings;
+        writeln!(
+            out,
+            "{}: schema {}, {} files checked",
+            report.db,
+            findings
+                .schema_version
+                .map_or_else(|| "?".to_owned(), |v| v.to_string()),
+            findings.files_checked
+        )?;
+        for problem in &report.problems {
+            writeln!(out, "problem: {problem}")?;
+        }
+        for fixed in &report.fixed {
+            writeln!(out, "fixed: {fixed}")?;
+        }
+        if args.fix {
+            for problem in &report.remaining {
+                writeln!(out, "still wrong: {problem}")?;
+            }
+        }
+        if report.problems.is_empty() {
+            writeln!(out, "healthy")?;
+        } else if !args.fix {
+            writeln!(out, "run `piidx doctor --fix` to repair")?;
+        }
+    }
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else if args.fix && !report.remaining.is_empty() {
+        ExitCode::from(EXIT_FATAL)
+    } else {
+        ExitCode::from(EXIT_PARTIAL)
+    })
+}
+
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<SyncError>() {
         Some(SyncError::Busy { .. }) => EXIT_BUSY,
-        _ => EXIT_FATAL,
+        _ => match err.downcast_ref::<piidx::doctor::DoctorError>() {
+            Some(piidx::doctor::DoctorError::Sync(SyncError::Busy { .. })) => EXIT_BUSY,
+            _ => EXIT_FATAL,
+        },
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod discover;
+pub mod doctor;
 pub mod ingest;
 pub mod normalize;
 pub mod output;

@@ -5,6 +5,7 @@
 //! `Store::open_read_only` is for every query command: it never writes, so it
 //! works while a sync runs (WAL) and on read-only media.
 
+mod check;
 mod schema;
 mod state;
 mod write;
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use check::{FileCounts, Identity};
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
 pub use write::WriteStats;
@@ -47,6 +49,32 @@ pub enum StoreError {
     CreateDir {
         path: PathBuf,
         source: std::io::Error,
+    },
+    #[error(
+        "{path} is not a SQLite database (or its header is destroyed); pass --db with another path, or run `piidx doctor --fix` to rebuild it (the old file is kept)"
+    )]
+    NotADatabase { path: PathBuf },
+    #[error(
+        "{path} is damaged ({source}); run `piidx doctor --fix` to rebuild it (the old file is kept)"
+    )]
+    Corrupt {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "{path} is read-only (the file, its directory or the file system); make it writable or pass --db with another path; the index is unchanged"
+    )]
+    ReadOnly { path: PathBuf },
+    #[error(
+        "disk full writing {path}: free space and re-run; the index keeps only what was committed before (it is consistent)"
+    )]
+    DiskFull { path: PathBuf },
+    #[error(
+        "cannot open {path} ({source}); check that the path and its directory exist and are accessible, or pass --db with another path"
+    )]
+    CannotOpen {
+        path: PathBuf,
+        source: rusqlite::Error,
     },
     #[error("{path}: {source}")]
     Sqlite {
@@ -132,8 +160,35 @@ impl Store {
 }
 
 fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |source| StoreError::Sqlite {
-        path: path.to_owned(),
-        source,
+    move |source| classify(path, source)
+}
+
+/// Turns the SQLite result codes a user can act on into messages that say
+/// what to do; everything else keeps SQLite's own text.
+fn classify(path: &Path, source: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode;
+    let path = path.to_owned();
+    let code = match &source {
+        rusqlite::Error::SqliteFailure(err, _) => Some(err.code),
+        _ => None,
+    };
+    match code {
+        Some(ErrorCode::NotADatabase) => StoreError::NotADatabase { path },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt { path, source },
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly { path },
+        Some(ErrorCode::DiskFull) => StoreError::DiskFull { path },
+        Some(ErrorCode::CannotOpen) => StoreError::CannotOpen { path, source },
+        _ => StoreError::Sqlite { path, source },
+    }
+}
+
+impl StoreError {
+    /// The database file is damaged or not SQLite at all: `doctor --fix`
+    /// rebuilds it; anything else is left alone.
+    pub fn is_broken_database(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NotADatabase { .. } | StoreError::Corrupt { .. }
+        )
     }
 }

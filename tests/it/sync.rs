@@ -24,11 +24,20 @@ fn pi_mono_samples_account_for_every_line() {
     );
     let got: Vec<(String, i64)> = roles
         .iter()
-        .map(|row| (row["role"].as_str().unwrap_or("").to_owned(), row["n"].as_i64().unwrap_or(-1)))
+        .map(|row| {
+            (
+                row["role"].as_str().unwrap_or("").to_owned(),
+                row["n"].as_i64().unwrap_or(-1),
+            )
+        })
         .collect();
     assert_eq!(
         got,
-        [("assistant".into(), 453), ("toolResult".into(), 373), ("user".into(), 88)]
+        [
+            ("assistant".into(), 453),
+            ("toolResult".into(), 373),
+            ("user".into(), 88)
+        ]
     );
 }
 
@@ -57,15 +66,18 @@ pub fn assert_lines_accounted(env: &Env) {
             "SELECT line_no FROM entries WHERE file_id = {file_id}
              UNION SELECT line_no FROM parse_errors WHERE file_id = {file_id}"
         ));
-        let covered: std::collections::HashSet<i64> =
-            covered.iter().filter_map(|row| row["line_no"].as_i64()).collect();
+        let covered: std::collections::HashSet<i64> = covered
+            .iter()
+            .filter_map(|row| row["line_no"].as_i64())
+            .collect();
         let offset = file["offset"].as_i64().unwrap_or(0);
         let mut header_seen = false;
         for line in non_blank_lines(&path) {
             if covered.contains(&line.line_no) {
                 continue;
             }
-            if !header_seen && String::from_utf8_lossy(&line.bytes).contains("\"type\":\"session\"") {
+            if !header_seen && String::from_utf8_lossy(&line.bytes).contains("\"type\":\"session\"")
+            {
                 header_seen = true;
                 continue;
             }

@@ -75,7 +75,11 @@ impl Env {
     pub fn count(&self, query: &str) -> i64 {
         let rows = self.sql(query);
         let first = rows.first().and_then(Value::as_object).expect("one row");
-        first.values().next().and_then(Value::as_i64).expect("an integer")
+        first
+            .values()
+            .next()
+            .and_then(Value::as_i64)
+            .expect("an integer")
     }
 }
 
