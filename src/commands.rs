@@ -173,6 +173,23 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     }
 }
 
+/// The error and its causes on one line, leaving out a cause whose text the
+/// message already contains (our messages embed the I/O or SQLite error).
+pub fn message(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause

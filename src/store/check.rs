@@ -32,7 +32,22 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(path, flags).map_err(sqlite_error(path))?;
+        let cannot_open = |err: &rusqlite::Error| matches!(err, rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::CannotOpen);
+        let opened = Connection::open_with_flags(path, flags).and_then(|conn| {
+            match conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())) {
+                Err(err) if cannot_open(&err) => Err(err),
+                _ => Ok(conn),
+            }
+        });
+        let conn = match opened {
+            Ok(conn) => conn,
+            // Read-only media: look without writing (doctor without --fix).
+            Err(_) => Connection::open_with_flags(
+                format!("file:{}?immutable=1", super::uri_path(path)),
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(sqlite_error(path))?,
+        };
         conn.busy_timeout(Duration::from_secs(10))
             .map_err(sqlite_error(path))?;
         Ok(Store {
@@ -90,6 +105,12 @@ impl Store {
             [],
         ) {
             Ok(_) => None,
+            // Read-only media: the check cannot run there; not a finding.
+            Err(rusqlite::Error::SqliteFailure(err, _))
+                if err.code == rusqlite::ErrorCode::ReadOnly =>
+            {
+                None
+            }
             Err(err) => Some(err.to_string()),
         }
     }

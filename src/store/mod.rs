@@ -105,6 +105,7 @@ impl Store {
             conn,
             path: path.to_owned(),
         };
+        schema::check_identity(&store.conn, path)?;
         store.configure(false)?;
         schema::migrate(&mut store.conn, path)?;
         Ok(store)
@@ -120,7 +121,34 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(path, flags).map_err(sqlite_error(path))?;
+        let opened = Connection::open_with_flags(path, flags)
+            .map_err(sqlite_error(path))
+            .and_then(|conn| {
+                let store = Store {
+                    conn,
+                    path: path.to_owned(),
+                };
+                store.configure(true)?;
+                schema::check_readable(&store.conn, path)?;
+                Ok(store)
+            });
+        match opened {
+            Err(StoreError::CannotOpen { .. }) if !with_suffix(path, "-wal").exists() => {
+                Self::open_immutable(path)
+            }
+            other => other,
+        }
+    }
+
+    /// On read-only media SQLite cannot create the `-shm` file a WAL
+    /// database needs; with no `-wal` present nobody can be writing, so the
+    /// file is opened as immutable.
+    fn open_immutable(path: &Path) -> Result<Self> {
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(uri, flags).map_err(sqlite_error(path))?;
         let store = Store {
             conn,
             path: path.to_owned(),
@@ -157,6 +185,26 @@ impl Store {
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         sqlite_error(&self.path)
     }
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A path for a `file:` URI: `%`, `?` and `#` (and non-ASCII bytes) escaped.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-_.~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

@@ -7,3 +7,6 @@ mod util;
 
 // `sync` on the committed fixture trees: every line accounted for, rows as expected.
 mod sync;
+
+// `doctor` detection and repair; hostile databases (foreign, newer, read-only, full disk).
+mod doctor;
