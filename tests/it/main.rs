@@ -10,3 +10,6 @@ mod sync;
 
 // `doctor` detection and repair; hostile databases (foreign, newer, read-only, full disk).
 mod doctor;
+
+// Property fuzzing of parse/normalize/ingest; replays tests/data/fuzz/.
+mod fuzz;
