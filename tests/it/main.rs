@@ -13,3 +13,6 @@ mod doctor;
 
 // Property fuzzing of parse/normalize/ingest; replays tests/data/fuzz/.
 mod fuzz;
+
+// The torture tree (huge line, big file, many files, odd files) under a memory limit.
+mod torture;
