@@ -26,6 +26,8 @@ pub enum Command {
     Sync(SyncArgs),
     /// Run one read-only SQL statement against the index
     Sql(SqlArgs),
+    /// Check the index (SQLite, FTS, schema, rows vs. files) and with --fix repair it
+    Doctor(DoctorArgs),
     /// Full-text search over all sessions (words AND-ed; "phrases", prefix*, OR/NOT, parentheses)
     Search(SearchArgs),
     /// List subagent runs (delegations recorded by subagent tool results)
@@ -273,6 +275,25 @@ pub struct SearchArgs {
 pub enum SortArg {
     Rank,
     Recent,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Repair: re-index differing files, rebuild the FTS index, rebuild a damaged database (the old file is kept as <db>.broken-<time>)
+    #[arg(long)]
+    pub fix: bool,
+    /// Print the report as one JSON object
+    #[arg(long)]
+    pub json: bool,
+    /// Sessions root to rebuild from when the database cannot tell; repeatable
+    #[arg(long, value_name = "DIR")]
+    pub root: Vec<PathBuf>,
+    /// The line cap the index was built with (see `sync --max-line-bytes`)
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    pub max_line_bytes: usize,
+    /// Seconds to wait for a running sync before giving up (exit code 3; only with --fix)
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub wait: f64,
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 
 use crate::cli::{
-    Cli, Command, ExportArgs, SearchArgs, SessionsArgs, ShowArgs, SortArg, SqlArgs, SubagentsArgs,
-    SyncArgs, ToolsArgs, TreeArgs, UsageArgs, UsageBy,
+    Cli, Command, DoctorArgs, ExportArgs, SearchArgs, SessionsArgs, ShowArgs, SortArg, SqlArgs,
+    SubagentsArgs, SyncArgs, ToolsArgs, TreeArgs, UsageArgs, UsageBy,
 };
 use piidx::output::{self, Format};
 use piidx::store::Store;
@@ -41,6 +41,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Export(args) => export(db, args),
         Command::Usage(args) => usage(db, args),
         Command::Tools(args) => tools(db, args),
+        Command::Doctor(args) => doctor(db, args),
     }
 }
 
@@ -116,6 +117,61 @@ fn sql(db: PathBuf, args: SqlArgs) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     output::print(&mut out, &rows, format)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn doctor(db: PathBuf, args: DoctorArgs) -> Result<ExitCode> {
+    use piidx::doctor::{self, DoctorOptions};
+    let options = DoctorOptions {
+        db,
+        fix: args.fix,
+        roots: args
+            .root
+            .iter()
+            .map(|root| config::absolute(root))
+            .collect(),
+        max_line_bytes: args.max_line_bytes.max(1024),
+        lock_wait: Duration::try_from_secs_f64(args.wait.max(0.0)).unwrap_or(Duration::ZERO),
+    };
+    let report = doctor::run(&options)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        let findings = &report.findings;
+        writeln!(
+            out,
+            "{}: schema {}, {} files checked",
+            report.db,
+            findings
+                .schema_version
+                .map_or_else(|| "?".to_owned(), |v| v.to_string()),
+            findings.files_checked
+        )?;
+        for problem in &report.problems {
+            writeln!(out, "problem: {problem}")?;
+        }
+        for fixed in &report.fixed {
+            writeln!(out, "fixed: {fixed}")?;
+        }
+        if args.fix {
+            for problem in &report.remaining {
+                writeln!(out, "still wrong: {problem}")?;
+            }
+        }
+        if report.problems.is_empty() {
+            writeln!(out, "healthy")?;
+        } else if !args.fix {
+            writeln!(out, "run `piidx doctor --fix` to repair")?;
+        }
+    }
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else if args.fix && !report.remaining.is_empty() {
+        ExitCode::from(EXIT_FATAL)
+    } else {
+        ExitCode::from(EXIT_PARTIAL)
+    })
 }
 
 fn subagents(db: PathBuf, args: SubagentsArgs) -> Result<ExitCode> {
@@ -402,8 +458,28 @@ fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<SyncError>() {
         Some(SyncError::Busy { .. }) => EXIT_BUSY,
-        _ => EXIT_FATAL,
+        _ => match err.downcast_ref::<piidx::doctor::DoctorError>() {
+            Some(piidx::doctor::DoctorError::Sync(SyncError::Busy { .. })) => EXIT_BUSY,
+            _ => EXIT_FATAL,
+        },
     }
+}
+
+/// The error and its causes on one line, leaving out a cause whose text the
+/// message already contains (our messages embed the I/O or SQLite error).
+pub fn message(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }
 
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

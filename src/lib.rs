@@ -9,6 +9,7 @@
 pub mod artifacts;
 pub mod config;
 pub mod discover;
+pub mod doctor;
 pub mod ingest;
 pub mod normalize;
 pub mod output;

@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("piidx: {err:#}");
+            eprintln!("piidx: {}", commands::message(&err));
             ExitCode::from(commands::exit_code(&err))
         }
     }

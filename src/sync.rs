@@ -70,7 +70,9 @@ pub struct SyncReport {
 pub enum SyncError {
     #[error("another `piidx sync` holds {lock} (waited {waited:?}); try again later")]
     Busy { lock: PathBuf, waited: Duration },
-    #[error("cannot lock {lock}: {source}")]
+    #[error(
+        "cannot create or lock {lock}: {source}; the directory of the database must be writable (or pass --db with another path)"
+    )]
     Lock {
         lock: PathBuf,
         source: std::io::Error,
@@ -88,8 +90,14 @@ enum Job {
 }
 
 pub fn run(options: &SyncOptions) -> Result<SyncReport, SyncError> {
-    let started = Instant::now();
     let _lock = acquire_lock(&options.db, options.lock_wait)?;
+    run_locked(options)
+}
+
+/// `run` for a caller that already holds the lock of `options.db` (or owns
+/// the database alone, like `doctor` rebuilding into a temporary file).
+pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
+    let started = Instant::now();
     for root in &options.roots {
         if !root.is_dir() {
             return Err(SyncError::RootMissing { root: root.clone() });
@@ -320,11 +328,11 @@ fn progress_bar(enabled: bool, total: u64) -> ProgressBar {
 }
 
 /// Holds `<db>.lock` for the whole sync: the kernel drops it if we die.
-struct SyncLock {
+pub struct SyncLock {
     _file: File,
 }
 
-fn acquire_lock(db: &Path, wait: Duration) -> Result<SyncLock, SyncError> {
+pub fn acquire_lock(db: &Path, wait: Duration) -> Result<SyncLock, SyncError> {
     let mut lock = db.as_os_str().to_owned();
     lock.push(".lock");
     let lock = PathBuf::from(lock);

@@ -5,6 +5,7 @@
 //! `Store::open_read_only` is for every query command: it never writes, so it
 //! works while a sync runs (WAL) and on read-only media.
 
+mod check;
 mod schema;
 mod state;
 mod subagents;
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use check::{FileCounts, Identity};
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
 pub use subagents::{ArtifactRow, ArtifactState};
@@ -50,6 +52,32 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "{path} is not a SQLite database (or its header is destroyed); pass --db with another path, or run `piidx doctor --fix` to rebuild it (the old file is kept)"
+    )]
+    NotADatabase { path: PathBuf },
+    #[error(
+        "{path} is damaged ({source}); run `piidx doctor --fix` to rebuild it (the old file is kept)"
+    )]
+    Corrupt {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "{path} is read-only (the file, its directory or the file system); make it writable or pass --db with another path; the index is unchanged"
+    )]
+    ReadOnly { path: PathBuf },
+    #[error(
+        "disk full writing {path}: free space and re-run; the index keeps only what was committed before (it is consistent)"
+    )]
+    DiskFull { path: PathBuf },
+    #[error(
+        "cannot open {path} ({source}); check that the path and its directory exist and are accessible, or pass --db with another path"
+    )]
+    CannotOpen {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("{path}: {source}")]
     Sqlite {
         path: PathBuf,
@@ -69,6 +97,14 @@ pub struct Store {
 }
 
 impl Store {
+    fn wrap(conn: Connection, path: &Path) -> Store {
+        Store {
+            conn,
+            path: path.to_owned(),
+            pending_fts: Default::default(),
+        }
+    }
+
     /// Opens (creating if needed) and migrates the database for writing.
     pub fn open_for_sync(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
@@ -78,11 +114,8 @@ impl Store {
             })?;
         }
         let conn = Connection::open(path).map_err(sqlite_error(path))?;
-        let mut store = Store {
-            conn,
-            path: path.to_owned(),
-            pending_fts: Default::default(),
-        };
+        let mut store = Store::wrap(conn, path);
+        schema::check_identity(&store.conn, path)?;
         store.configure(false)?;
         schema::migrate(&mut store.conn, path)?;
         Ok(store)
@@ -98,12 +131,32 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(path, flags).map_err(sqlite_error(path))?;
-        let store = Store {
-            conn,
-            path: path.to_owned(),
-            pending_fts: Default::default(),
-        };
+        let opened = Connection::open_with_flags(path, flags)
+            .map_err(sqlite_error(path))
+            .and_then(|conn| {
+                let store = Store::wrap(conn, path);
+                store.configure(true)?;
+                schema::check_readable(&store.conn, path)?;
+                Ok(store)
+            });
+        match opened {
+            Err(StoreError::CannotOpen { .. }) if !with_suffix(path, "-wal").exists() => {
+                Self::open_immutable(path)
+            }
+            other => other,
+        }
+    }
+
+    /// On read-only media SQLite cannot create the `-shm` file a WAL
+    /// database needs; with no `-wal` present nobody can be writing, so the
+    /// file is opened as immutable.
+    fn open_immutable(path: &Path) -> Result<Self> {
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(uri, flags).map_err(sqlite_error(path))?;
+        let store = Store::wrap(conn, path);
         store.configure(true)?;
         schema::check_readable(&store.conn, path)?;
         Ok(store)
@@ -138,9 +191,56 @@ impl Store {
     }
 }
 
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A path for a `file:` URI: `%`, `?` and `#` (and non-ASCII bytes) escaped.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-_.~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |source| StoreError::Sqlite {
-        path: path.to_owned(),
-        source,
+    move |source| classify(path, source)
+}
+
+/// Turns the SQLite result codes a user can act on into messages that say
+/// what to do; everything else keeps SQLite's own text.
+fn classify(path: &Path, source: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode;
+    let path = path.to_owned();
+    let code = match &source {
+        rusqlite::Error::SqliteFailure(err, _) => Some(err.code),
+        _ => None,
+    };
+    match code {
+        Some(ErrorCode::NotADatabase) => StoreError::NotADatabase { path },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt { path, source },
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly { path },
+        Some(ErrorCode::DiskFull) => StoreError::DiskFull { path },
+        Some(ErrorCode::CannotOpen) => StoreError::CannotOpen { path, source },
+        _ => StoreError::Sqlite { path, source },
+    }
+}
+
+impl StoreError {
+    /// The database file is damaged or not SQLite at all: `doctor --fix`
+    /// rebuilds it; anything else is left alone.
+    pub fn is_broken_database(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NotADatabase { .. } | StoreError::Corrupt { .. }
+        )
     }
 }

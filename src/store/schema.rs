@@ -67,6 +67,12 @@ fn check_ours(found: &Identity, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a database of another program or a newer piidx before anything
+/// (even `journal_mode`) is written to it.
+pub fn check_identity(conn: &Connection, path: &Path) -> Result<()> {
+    check_ours(&identity(conn, path)?, path)
+}
+
 /// Brings the database to `SCHEMA_VERSION`.
 pub fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     let found = identity(conn, path)?;

@@ -24,3 +24,12 @@ mod usage;
 
 // `search`: known-item tokens, filters, identifiers, CJK, punctuation fuzz.
 mod search;
+
+// `doctor` detection and repair; hostile databases (foreign, newer, read-only, full disk).
+mod doctor;
+
+// Property fuzzing of parse/normalize/ingest; replays tests/data/fuzz/.
+mod fuzz;
+
+// The torture tree (huge line, big file, many files, odd files) under a memory limit.
+mod torture;

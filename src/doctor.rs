@@ -1,0 +1,481 @@
+//! `piidx doctor [--fix]`: is the index sound, and does it still say what the
+//! session files say?
+//!
+//! Checks, in order: the file opens as SQLite (`PRAGMA quick_check`), it is a
+//! piidx database of a schema this build knows, the FTS5 index matches the
+//! indexed text (`integrity-check`), and every file's rows (entries, parse
+//! errors, session header) match a fresh re-read of the file up to the stored
+//! offset. The re-read reuses `ingest::ingest` and only counts; it writes
+//! nothing.
+//!
+//! `--fix` repairs with the sync machinery: differing files are marked stale
+//! (`parser_version = 0`) and their roots synced; a failing FTS index is
+//! rebuilt; a database that is damaged or not SQLite is rebuilt from all its
+//! roots into `<db>.rebuild-<pid>` and renamed over the old one, which is kept
+//! as `<db>.broken-<unix time>`. At every moment a database is at `<db>`.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::ingest::{self, FileStatus, IngestOptions, Start, Target};
+use crate::read::Fingerprint;
+use crate::store::{APPLICATION_ID, FileState, SCHEMA_VERSION, Store, StoreError};
+use crate::sync::{self, SyncError, SyncOptions};
+
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    pub db: PathBuf,
+    pub fix: bool,
+    /// Roots to rebuild from when the database cannot say (added to the ones it records).
+    pub roots: Vec<PathBuf>,
+    pub max_line_bytes: usize,
+    pub lock_wait: Duration,
+}
+
+/// One file whose rows differ from its source.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FileDiff {
+    pub file_id: i64,
+    pub path: String,
+    pub root: String,
+    pub reason: String,
+    pub db_entries: i64,
+    pub db_parse_errors: i64,
+    pub file_entries: i64,
+    pub file_parse_errors: i64,
+}
+
+/// What one pass of checks found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Findings {
+    /// The file cannot be used as a database (not SQLite, corrupt).
+    pub broken: Option<String>,
+    pub application_id: Option<i64>,
+    pub schema_version: Option<i64>,
+    /// The schema is older than this build's (sync upgrades it).
+    pub schema_outdated: bool,
+    /// `PRAGMA quick_check` findings; empty when sound.
+    pub quick_check: Vec<String>,
+    /// The FTS5 integrity-check error, if any.
+    pub fts: Option<String>,
+    pub files_checked: u64,
+    pub files_differing: Vec<FileDiff>,
+}
+
+impl Findings {
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(broken) = &self.broken {
+            out.push(format!("database is damaged: {broken}"));
+        }
+        if self.schema_outdated {
+            out.push(format!(
+                "schema {} is older than {SCHEMA_VERSION}; `piidx sync` upgrades it",
+                self.schema_version.unwrap_or(0)
+            ));
+        }
+        if let Some(fts) = &self.fts {
+            out.push(format!("full-text index does not match the text: {fts}"));
+        }
+        for diff in &self.files_differing {
+            out.push(format!("{}: {}", diff.path, diff.reason));
+        }
+        out
+    }
+}
+
+/// The outcome of `doctor`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    pub db: String,
+    /// Problems found by the first pass.
+    pub problems: Vec<String>,
+    pub findings: Findings,
+    /// Repairs done (with --fix).
+    pub fixed: Vec<String>,
+    /// Problems a second pass still finds after the repairs.
+    pub remaining: Vec<String>,
+    /// Where the damaged database was kept, when it was rebuilt.
+    pub backup: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DoctorError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    #[error(
+        "{db} must be rebuilt but no sessions root is known (none recorded in it, or none exists); pass --root DIR"
+    )]
+    NoRoots { db: PathBuf },
+    #[error("cannot {what} {path}: {source}; the old database is kept at {db}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        db: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
+    let db = &options.db;
+    if !db.exists() {
+        return Err(StoreError::Missing { path: db.clone() }.into());
+    }
+    let _lock = if options.fix {
+        Some(sync::acquire_lock(db, options.lock_wait)?)
+    } else {
+        None
+    };
+    let findings = diagnose(db, options.max_line_bytes)?;
+    let problems = findings.problems();
+    let mut report = DoctorReport {
+        db: db.display().to_string(),
+        problems: problems.clone(),
+        findings: findings.clone(),
+        fixed: Vec::new(),
+        remaining: problems.clone(),
+        backup: None,
+    };
+    if !options.fix || problems.is_empty() {
+        return Ok(report);
+    }
+    if findings.broken.is_some() {
+        let backup = rebuild(options, &findings)?;
+        report.fixed.push(format!(
+            "rebuilt {} from its roots; the damaged file is kept at {}",
+            db.display(),
+            backup.display()
+        ));
+        report.backup = Some(backup.display().to_string());
+    } else {
+        if findings.schema_outdated {
+            Store::open_for_sync(db)?;
+            report
+                .fixed
+                .push(format!("upgraded the schema to {SCHEMA_VERSION}"));
+        }
+        let mut findings = findings;
+        if findings.schema_outdated {
+            findings = diagnose(db, options.max_line_bytes)?;
+        }
+        if !findings.files_differing.is_empty() {
+            reindex(options, &findings.files_differing)?;
+            report.fixed.push(format!(
+                "re-indexed {} file(s) whose rows differed from the file",
+                findings.files_differing.len()
+            ));
+        }
+        let store = Store::open_for_doctor(db)?;
+        if findings.fts.is_some() || store.fts_check().is_some() {
+            store.rebuild_fts()?;
+            report.fixed.push("rebuilt the full-text index".into());
+        }
+    }
+    report.remaining = diagnose(db, options.max_line_bytes)?.problems();
+    Ok(report)
+}
+
+/// One pass of checks. Errors only for what doctor cannot judge or must not
+/// touch: a database of another program or of a newer piidx.
+pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorError> {
+    let mut findings = Findings::default();
+    let broken = |err: StoreError, findings: &mut Findings| -> Result<(), DoctorError> {
+        if err.is_broken_database() {
+            findings.broken = Some(err.to_string());
+            Ok(())
+        } else {
+            Err(err.into())
+        }
+    };
+    let store = match Store::open_for_doctor(db) {
+        Ok(store) => store,
+        Err(err) => {
+            broken(err, &mut findings)?;
+            return Ok(findings);
+        }
+    };
+    let identity = match store.identity() {
+        Ok(identity) => identity,
+        Err(err) => {
+            broken(err, &mut findings)?;
+            return Ok(findings);
+        }
+    };
+    findings.application_id = Some(identity.application_id);
+    findings.schema_version = Some(identity.user_version);
+    let foreign = if identity.application_id == 0 {
+        identity.has_tables
+    } else {
+        identity.application_id != APPLICATION_ID
+    };
+    if foreign {
+        return Err(StoreError::Foreign {
+            path: db.to_owned(),
+        }
+        .into());
+    }
+    if identity.user_version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: db.to_owned(),
+            found: identity.user_version,
+            known: SCHEMA_VERSION,
+        }
+        .into());
+    }
+    match store.quick_check() {
+        Ok(found) if found.is_empty() => {}
+        Ok(found) => {
+            findings.broken = Some(format!("quick_check: {}", found.join("; ")));
+            findings.quick_check = found;
+            return Ok(findings);
+        }
+        Err(err) => {
+            broken(err, &mut findings)?;
+            return Ok(findings);
+        }
+    }
+    if identity.user_version < SCHEMA_VERSION {
+        findings.schema_outdated = true;
+        return Ok(findings);
+    }
+    findings.fts = store.fts_check();
+    let states = store.file_states()?;
+    let counts = store.file_counts()?;
+    let mut states: Vec<FileState> = states.into_values().collect();
+    states.sort_by(|a, b| a.path.cmp(&b.path));
+    for state in states {
+        if state.status == "deleted" {
+            continue;
+        }
+        findings.files_checked += 1;
+        let have = counts.get(&state.file_id).copied().unwrap_or_default();
+        let diff = |reason: String, want: Recount| FileDiff {
+            file_id: state.file_id,
+            path: state.path.display().to_string(),
+            root: state.root.clone(),
+            reason,
+            db_entries: have.entries,
+            db_parse_errors: have.parse_errors,
+            file_entries: want.entries,
+            file_parse_errors: want.parse_errors,
+        };
+        if state.status == "skipped" {
+            if have.entries + have.parse_errors > 0 || have.has_session {
+                findings.files_differing.push(diff(
+                    "skipped, but rows are indexed for it".into(),
+                    Recount::default(),
+                ));
+            }
+            continue;
+        }
+        let want = match recount(&state, max_line_bytes) {
+            Ok(want) => want,
+            Err(reason) => {
+                findings
+                    .files_differing
+                    .push(diff(reason, Recount::default()));
+                continue;
+            }
+        };
+        let mut wrong = Vec::new();
+        if want.entries != have.entries {
+            wrong.push(format!(
+                "{} entries (file has {})",
+                have.entries, want.entries
+            ));
+        }
+        if want.parse_errors != have.parse_errors {
+            wrong.push(format!(
+                "{} parse errors (file has {})",
+                have.parse_errors, want.parse_errors
+            ));
+        }
+        if want.header != have.has_session {
+            wrong.push(if have.has_session {
+                "a session row, but the file has no header".into()
+            } else {
+                "no session row, but the file has a header".into()
+            });
+        }
+        if !wrong.is_empty() {
+            findings.files_differing.push(diff(
+                format!("index differs: it has {}", wrong.join(", ")),
+                want,
+            ));
+        }
+    }
+    Ok(findings)
+}
+
+/// What a fresh read of `[0, offset)` yields.
+#[derive(Debug, Clone, Copy, Default)]
+struct Recount {
+    entries: i64,
+    parse_errors: i64,
+    header: bool,
+}
+
+/// Re-reads a file up to its stored offset; `Err` says why it cannot be
+/// compared (gone, rewritten, unreadable).
+fn recount(state: &FileState, max_line_bytes: usize) -> Result<Recount, String> {
+    let stop = state.cursor.offset;
+    let file = match File::open(&state.path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err("missing on disk; `piidx sync` removes its rows".into());
+        }
+        Err(err) => return Err(format!("cannot read it: {err}")),
+    };
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let prefix = Fingerprint::of_prefix(&file, stop.min(size));
+    if size < stop || prefix.ok() != Some(state.fingerprint) {
+        return Err("rewritten on disk since it was indexed; `piidx sync` re-reads it".into());
+    }
+    let target = Target {
+        path: state.path.clone(),
+        root: state.root.clone(),
+        rel_path: String::new(),
+        depth: 0,
+        dev: state.dev,
+        ino: state.ino,
+        size,
+        mtime_ns: state.mtime_ns,
+        seen_ns: state.seen_ns,
+    };
+    let mut found = Recount::default();
+    let mut skipped = None;
+    let mut emit = |batch: ingest::Batch| {
+        let before = |offset: i64| (offset as u64) < stop;
+        found.entries += batch
+            .entries
+            .iter()
+            .filter(|e| before(e.byte_offset))
+            .count() as i64;
+        found.parse_errors += batch
+            .errors
+            .iter()
+            .filter(|e| before(e.byte_offset))
+            .count() as i64;
+        found.header |= batch.header.is_some();
+        if let FileStatus::Skipped(reason) = batch.status {
+            skipped = Some(reason);
+        }
+        batch.cursor.offset < stop
+    };
+    let options = IngestOptions { max_line_bytes };
+    ingest::ingest(&target, Start::Scratch, options, &mut emit)
+        .map_err(|err| format!("cannot read it: {}", err.source))?;
+    if let Some(reason) = skipped {
+        return Err(format!("indexed, but a re-read skips it: {reason}"));
+    }
+    Ok(found)
+}
+
+fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<PathBuf>) -> SyncOptions {
+    SyncOptions {
+        roots,
+        db: db.to_owned(),
+        full: false,
+        keep_deleted: true,
+        prune: false,
+        progress: false,
+        lock_wait: Duration::ZERO,
+        max_line_bytes: options.max_line_bytes,
+    }
+}
+
+/// Marks the files stale and syncs their roots (we hold the lock).
+fn reindex(options: &DoctorOptions, diffs: &[FileDiff]) -> Result<(), DoctorError> {
+    let store = Store::open_for_doctor(&options.db)?;
+    let ids: Vec<i64> = diffs.iter().map(|diff| diff.file_id).collect();
+    store.mark_for_reindex(&ids)?;
+    drop(store);
+    let roots: BTreeSet<PathBuf> = diffs
+        .iter()
+        .map(|diff| PathBuf::from(&diff.root))
+        .filter(|root| root.is_dir())
+        .collect();
+    if roots.is_empty() {
+        return Ok(());
+    }
+    sync::run_locked(&sync_options(
+        options,
+        &options.db,
+        roots.into_iter().collect(),
+    ))?;
+    Ok(())
+}
+
+/// Rebuilds a damaged database next to it and swaps it in; returns where
+/// the damaged file is kept.
+fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, DoctorError> {
+    let db = &options.db;
+    let _ = findings;
+    let mut roots: BTreeSet<PathBuf> = options.roots.iter().cloned().collect();
+    if let Ok(store) = Store::open_for_doctor(db)
+        && let Ok(recorded) = store.roots()
+    {
+        roots.extend(recorded.into_iter().map(PathBuf::from));
+    }
+    let roots: Vec<PathBuf> = roots.into_iter().filter(|root| root.is_dir()).collect();
+    if roots.is_empty() {
+        return Err(DoctorError::NoRoots { db: db.clone() });
+    }
+    let tmp = with_suffix(db, &format!(".rebuild-{}", std::process::id()));
+    let remove_tmp = || {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let _ = std::fs::remove_file(with_suffix(&tmp, suffix));
+        }
+    };
+    remove_tmp();
+    let built = sync::run_locked(&sync_options(options, &tmp, roots)).and_then(|_| {
+        let store = Store::open_for_doctor(&tmp)?;
+        store.checkpoint()?;
+        Ok(())
+    });
+    if let Err(err) = built {
+        remove_tmp();
+        return Err(err.into());
+    }
+    let io = |what: &'static str, path: &Path| {
+        let path = path.to_owned();
+        let db = db.clone();
+        move |source| DoctorError::Io {
+            what,
+            path,
+            db,
+            source,
+        }
+    };
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let backup = with_suffix(db, &format!(".broken-{stamp}"));
+    // Keep the old file under a second name first, so <db> never vanishes.
+    if std::fs::hard_link(db, &backup).is_err() {
+        std::fs::copy(db, &backup).map_err(io("copy the damaged database to", &backup))?;
+    }
+    // A stale WAL next to the new file would be replayed into it.
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let old = with_suffix(db, suffix);
+        if old.exists() {
+            std::fs::rename(&old, with_suffix(&backup, suffix)).map_err(io("move away", &old))?;
+        }
+    }
+    std::fs::rename(&tmp, db).map_err(io("rename the rebuilt database to", db))?;
+    remove_tmp();
+    Ok(backup)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}

@@ -1,0 +1,182 @@
+//! The SQL behind `piidx doctor`: integrity checks, per-file row counts, and
+//! the repairs (mark files for re-indexing, rebuild the FTS index).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::{Result, Store, sqlite_error};
+
+/// What a database says it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub application_id: i64,
+    pub user_version: i64,
+    pub has_tables: bool,
+}
+
+/// Rows one file has in the index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileCounts {
+    pub entries: i64,
+    pub parse_errors: i64,
+    pub has_session: bool,
+}
+
+impl Store {
+    /// Opens an existing database read-write (never creating it) without
+    /// checking or migrating its schema, so `doctor` can look at anything.
+    pub fn open_for_doctor(path: &Path) -> Result<Self> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let cannot_open = |err: &rusqlite::Error| matches!(err, rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::CannotOpen);
+        let opened = Connection::open_with_flags(path, flags).and_then(|conn| {
+            match conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())) {
+                Err(err) if cannot_open(&err) => Err(err),
+                _ => Ok(conn),
+            }
+        });
+        let conn = match opened {
+            Ok(conn) => conn,
+            // Read-only media: look without writing (doctor without --fix).
+            Err(_) => Connection::open_with_flags(
+                format!("file:{}?immutable=1", super::uri_path(path)),
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(sqlite_error(path))?,
+        };
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(sqlite_error(path))?;
+        Ok(Store::wrap(conn, path))
+    }
+
+    pub fn identity(&self) -> Result<Identity> {
+        let err = self.err();
+        let application_id = self
+            .conn
+            .query_row("PRAGMA application_id", [], |row| row.get(0))
+            .map_err(&err)?;
+        let user_version = self
+            .conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(&err)?;
+        let tables: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+            .map_err(&err)?;
+        Ok(Identity {
+            application_id,
+            user_version,
+            has_tables: tables > 0,
+        })
+    }
+
+    /// `PRAGMA quick_check`: empty when the file is sound, else SQLite's
+    /// findings (at most 20).
+    pub fn quick_check(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("PRAGMA quick_check(20)")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(self.err())?;
+        let mut found = Vec::new();
+        for row in rows {
+            let row = row.map_err(self.err())?;
+            if row != "ok" {
+                found.push(row);
+            }
+        }
+        Ok(found)
+    }
+
+    /// FTS5 `integrity-check`, also against the content view (rank = 1):
+    /// `None` when the full-text index matches the indexed text.
+    pub fn fts_check(&self) -> Option<String> {
+        match self.conn.execute(
+            "INSERT INTO fts(fts, rank) VALUES('integrity-check', 1)",
+            [],
+        ) {
+            Ok(_) => None,
+            // Read-only media: the check cannot run there; not a finding.
+            Err(rusqlite::Error::SqliteFailure(err, _))
+                if err.code == rusqlite::ErrorCode::ReadOnly =>
+            {
+                None
+            }
+            Err(err) => Some(err.to_string()),
+        }
+    }
+
+    /// Rebuilds the full-text index from the content view.
+    pub fn rebuild_fts(&self) -> Result<()> {
+        self.conn
+            .execute("INSERT INTO fts(fts) VALUES('rebuild')", [])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Row counts per file id, for every file with rows.
+    pub fn file_counts(&self) -> Result<HashMap<i64, FileCounts>> {
+        let mut counts: HashMap<i64, FileCounts> = HashMap::new();
+        let queries = [
+            "SELECT file_id, count(*) FROM entries GROUP BY file_id",
+            "SELECT file_id, count(*) FROM parse_errors GROUP BY file_id",
+            "SELECT file_id, count(*) FROM sessions GROUP BY file_id",
+        ];
+        for (which, sql) in queries.iter().enumerate() {
+            let mut stmt = self.conn.prepare(sql).map_err(self.err())?;
+            let rows = stmt
+                .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))
+                .map_err(self.err())?;
+            for row in rows {
+                let (file_id, n) = row.map_err(self.err())?;
+                let slot = counts.entry(file_id).or_default();
+                match which {
+                    0 => slot.entries = n,
+                    1 => slot.parse_errors = n,
+                    _ => slot.has_session = n > 0,
+                }
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Every sessions root files were indexed from.
+    pub fn roots(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT root FROM files ORDER BY root")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())
+    }
+
+    /// Makes the next sync re-read these files from scratch (their stored
+    /// parser version no longer matches).
+    pub fn mark_for_reindex(&self, file_ids: &[i64]) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("UPDATE files SET parser_version = 0 WHERE file_id = ?1")
+            .map_err(self.err())?;
+        for file_id in file_ids {
+            stmt.execute([file_id]).map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the WAL back into the main file and removes it, so the file
+    /// alone is the whole database (before it is renamed).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(self.err())
+    }
+}

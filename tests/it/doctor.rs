@@ -1,0 +1,303 @@
+//! `piidx doctor` finds and repairs damage; hostile databases (foreign,
+//! newer, not SQLite, read-only, on a full disk) fail cleanly and stay intact.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::util::Env;
+
+fn db_sql(db: &Path, sql: &str) {
+    let conn = rusqlite::Connection::open(db).expect("open db");
+    conn.execute_batch(sql).expect("damage db");
+}
+
+/// Cheap identity of a file's bytes (assert_eq on megabytes is unreadable).
+fn digest(path: &Path) -> (usize, u64) {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).expect("read");
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    (bytes.len(), hasher.finish())
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn doctor_detects_and_repairs_deleted_rows_and_corrupt_fts() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let before = env.count("SELECT count(*) FROM entries");
+    let healthy = env.run(&["doctor"]);
+    assert_eq!(healthy.status.code(), Some(0), "{}", stderr(&healthy));
+
+    db_sql(
+        &env.db,
+        "DELETE FROM entries WHERE file_id = (SELECT min(file_id) FROM files) AND line_no < 30;
+         INSERT INTO fts(rowid, body) VALUES(987654321, 'ghostword');",
+    );
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(report["findings"]["fts"].is_string(), "{report}");
+    assert_eq!(
+        report["findings"]["files_differing"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+
+    let fixed = env.run(&["doctor", "--fix", "--json"]);
+    assert_eq!(fixed.status.code(), Some(1), "{}", stderr(&fixed));
+    let report: serde_json::Value = serde_json::from_slice(&fixed.stdout).expect("json");
+    assert_eq!(report["remaining"], serde_json::json!([]), "{report}");
+    assert_eq!(env.count("SELECT count(*) FROM entries"), before);
+    assert_eq!(
+        env.count("SELECT count(*) FROM fts WHERE fts MATCH 'ghostword'"),
+        0
+    );
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+}
+
+#[test]
+fn doctor_rebuilds_a_destroyed_database_and_keeps_the_old_file() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let before = env.count("SELECT count(*) FROM entries");
+    // Destroy the header page: the file is no longer SQLite.
+    let mut bytes = std::fs::read(&env.db).expect("read db");
+    bytes[..100].fill(0x5a);
+    std::fs::write(&env.db, &bytes).expect("write db");
+
+    let out = env.run(&["sync", "--root", env.root.to_str().unwrap_or_default()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not a SQLite database"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(&env.db.display().to_string()));
+
+    // The roots cannot be read from the damaged file: --root is needed.
+    let no_root = env.run(&["doctor", "--fix"]);
+    assert_eq!(no_root.status.code(), Some(2));
+    assert!(stderr(&no_root).contains("--root"), "{}", stderr(&no_root));
+    assert!(std::fs::read(&env.db).expect("db") == bytes, "db untouched");
+
+    let root = env.root.to_string_lossy().into_owned();
+    let fixed = env.run(&["doctor", "--fix", "--root", &root, "--json"]);
+    assert_eq!(fixed.status.code(), Some(1), "{}", stderr(&fixed));
+    let report: serde_json::Value = serde_json::from_slice(&fixed.stdout).expect("json");
+    let backup = report["backup"].as_str().expect("backup path").to_owned();
+    assert!(
+        std::fs::read(&backup).expect("backup") == bytes,
+        "backup is the old file"
+    );
+    assert_eq!(env.count("SELECT count(*) FROM entries"), before);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+}
+
+#[test]
+fn quick_check_damage_is_rebuilt_from_recorded_roots() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let before = env.count("SELECT count(*) FROM entries");
+    // Overwrite a page in the middle of the file (not the header).
+    let mut bytes = std::fs::read(&env.db).expect("read db");
+    let page = 4096 * 5;
+    bytes[page..page + 4096].fill(0xff);
+    std::fs::write(&env.db, &bytes).expect("write db");
+    let out = env.run(&["doctor", "--fix", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(report["findings"]["broken"].is_string(), "{report}");
+    assert_eq!(env.count("SELECT count(*) FROM entries"), before);
+}
+
+#[test]
+fn foreign_and_newer_databases_are_refused_and_left_intact() {
+    let env = Env::with_fixture("samples");
+    let root = env.root.to_string_lossy().into_owned();
+    db_sql(
+        &env.db,
+        "CREATE TABLE notes(x); INSERT INTO notes VALUES (1);",
+    );
+    let bytes = digest(&env.db);
+    for args in [vec!["sync", "--root", &root], vec!["doctor", "--fix"]] {
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("not a piidx database"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains(&env.db.display().to_string()));
+    }
+    assert_eq!(digest(&env.db), bytes);
+
+    let newer = Env::with_fixture("samples");
+    newer.sync();
+    db_sql(&newer.db, "PRAGMA user_version = 999;");
+    let bytes = digest(&newer.db);
+    let root = newer.root.to_string_lossy().into_owned();
+    for args in [
+        vec!["sync", "--root", &root],
+        vec!["doctor", "--fix"],
+        vec!["sql", "SELECT 1"],
+    ] {
+        let out = newer.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains("newer piidx"), "{}", stderr(&out));
+    }
+    assert_eq!(digest(&newer.db), bytes);
+}
+
+/// A scratch tmpfs of `size`, unmounted on drop; `None` where mounting is
+/// not allowed (not root, containers without CAP_SYS_ADMIN).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!(
+                "skipped: cannot mount a tmpfs at {} (needs root)",
+                dir.display()
+            );
+            return None;
+        }
+        Some(Tmpfs(dir.to_owned()))
+    }
+
+    fn remount(&self, opts: &str) -> bool {
+        Command::new("mount")
+            .args(["-o", &format!("remount,{opts}")])
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Root ignores file modes, so a read-only database is made with a
+/// read-only mount: a remounted tmpfs (directory and file read-only) and a
+/// read-only bind mount of the file alone (directory writable).
+#[test]
+fn read_only_database_fails_cleanly_and_stays_readable() {
+    let env = Env::with_fixture("samples");
+    let Some(fs) = Tmpfs::mount(&env.dir.path().join("ro"), "64m") else {
+        return;
+    };
+    let db = fs.0.join("index.db");
+    let root = env.root.to_string_lossy().into_owned();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_piidx"))
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    assert!(matches!(
+        run(&["sync", "--root", &root, "-q"]).status.code(),
+        Some(0 | 1)
+    ));
+    std::fs::write(env.root.join("new.jsonl"), "").expect("touch");
+    let bytes = digest(&db);
+
+    assert!(fs.remount("ro"));
+    let out = run(&["sync", "--root", &root]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("writable"), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&db.display().to_string()));
+    let sql = run(&["sql", "SELECT count(*) AS n FROM files", "--json"]);
+    assert!(sql.status.success(), "read-only query: {}", stderr(&sql));
+    assert_eq!(run(&["doctor"]).status.code(), Some(0));
+    assert_eq!(digest(&db), bytes);
+
+    assert!(fs.remount("rw"));
+    let bind = Command::new("sh")
+        .arg("-c")
+        .arg(r#"mount --bind "$1" "$1" && mount -o remount,ro,bind "$1""#)
+        .arg("sh")
+        .arg(&db)
+        .status()
+        .is_ok_and(|s| s.success());
+    if bind {
+        let out = run(&["sync", "--root", &root]);
+        let _ = Command::new("umount").arg(&db).status();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("is read-only"), "{}", stderr(&out));
+        assert_eq!(digest(&db), bytes);
+    }
+}
+
+#[test]
+fn full_disk_fails_cleanly_and_keeps_the_index_consistent() {
+    let env = Env::with_fixture("samples");
+    let Some(fs) = Tmpfs::mount(&env.dir.path().join("full"), "3m") else {
+        return;
+    };
+    let db = fs.0.join("index.db");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_piidx"))
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    // A small first root fits.
+    let small = env.dir.path().join("small");
+    std::fs::create_dir_all(small.join("p")).expect("mkdir");
+    let sample = std::fs::read_to_string(
+        walkdir::WalkDir::new(&env.root)
+            .into_iter()
+            .filter_map(Result::ok)
+            .find(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            .expect("a sample")
+            .path(),
+    )
+    .expect("read sample");
+    let head: String = sample.lines().take(20).map(|l| format!("{l}\n")).collect();
+    std::fs::write(small.join("p/a.jsonl"), head).expect("write");
+    let small = small.to_string_lossy().into_owned();
+    assert_eq!(
+        run(&["sync", "--root", &small, "-q"]).status.code(),
+        Some(0)
+    );
+    let entries = |run: &dyn Fn(&[&str]) -> std::process::Output| {
+        let out = run(&["sql", "SELECT count(*) AS n FROM entries", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        rows[0]["n"].as_i64().expect("n")
+    };
+    let before = entries(&run);
+
+    // The samples (6 MB of JSONL) do not fit in 3 MB.
+    let root = env.root.to_string_lossy().into_owned();
+    let out = run(&["sync", "--root", &root]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("disk full writing"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(&db.display().to_string()));
+    assert!(entries(&run) >= before);
+    let doctor = run(&["doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("json");
+    assert!(report["findings"]["broken"].is_null(), "{report}");
+    assert!(report["findings"]["fts"].is_null(), "{report}");
+}
