@@ -449,6 +449,16 @@ fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
             "{dim}  {} (line {}) · {}{reset}",
             hit.session_path, hit.line_no, hit.cwd
         )?;
+        if let Some(run) = &hit.run {
+            writeln!(
+                out,
+                "{dim}  in subagent run #{} of {} ({}, {}){reset}",
+                run.position,
+                run.agent.as_deref().unwrap_or("?"),
+                run.mode.as_deref().unwrap_or("?"),
+                run.run_id.as_deref().unwrap_or("no run id"),
+            )?;
+        }
         let snippet = hit.snippet.replace(['\n', '\r', '\t'], " ");
         writeln!(out, "  {snippet}\n")?;
     }

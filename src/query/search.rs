@@ -65,11 +65,23 @@ pub struct Hit {
     pub tool_name: Option<String>,
     pub json_path: String,
     pub line_no: i64,
-    /// Subagent run the text belongs to (set once subagent transcripts are
-    /// indexed as chunks; null for the session's own entries).
-    pub run: Option<String>,
+    /// The subagent run whose transcript holds the text (embedded in the
+    /// parent session's tool result); null for the session's own entries.
+    pub run: Option<RunRef>,
     #[serde(skip)]
     pub chunk_id: i64,
+}
+
+/// Which delegated run a hit in a child transcript belongs to.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRef {
+    pub agent: Option<String>,
+    pub mode: Option<String>,
+    /// Index in `details.results[]`.
+    pub position: i64,
+    pub run_id: Option<String>,
+    /// The parent's `subagent` tool call.
+    pub tool_call_id: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -401,6 +413,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 })
             },
         )?;
+        hit.run = run_of(conn, chunk_id)?;
         hit.snippet = match &plan {
             Plan::Fts { table, expr } => conn.query_row(
                 &format!(
@@ -477,6 +490,27 @@ fn scan_snippet(body: &str, terms: &[String]) -> String {
         &body[end_match..end],
         if end < body.len() { "…" } else { "" },
     )
+}
+
+/// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).
+fn run_of(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<RunRef>> {
+    use rusqlite::OptionalExtension;
+    conn.query_row(
+        "SELECT r.agent, r.mode, r.position, r.run_id, r.tool_call_id
+         FROM chunk_runs cr JOIN subagent_runs r ON r.run_rowid = cr.run_rowid
+         WHERE cr.chunk_id = ?1",
+        [chunk_id],
+        |row| {
+            Ok(RunRef {
+                agent: row.get(0)?,
+                mode: row.get(1)?,
+                position: row.get(2)?,
+                run_id: row.get(3)?,
+                tool_call_id: row.get(4)?,
+            })
+        },
+    )
+    .optional()
 }
 
 #[cfg(test)]

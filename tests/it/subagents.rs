@@ -197,6 +197,22 @@ fn child_transcript_text_is_searchable_and_names_the_run() {
         "SELECT text FROM messages WHERE entry_id = '{entry_id}'"
     ));
     assert!(!text[0]["text"].as_str().unwrap().contains("capybarazest"));
+    // `piidx search` names the run and the parent session.
+    let out = env.run(&["search", "capybarazest", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hits: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hit = &hits[0];
+    assert_eq!(hit["session_id"], "0191a0b0-0000-7000-8000-00000000a001");
+    assert_eq!(hit["entry_id"], entry_id.as_str());
+    assert_eq!(hit["run"]["agent"], result["agent"]);
+    assert_eq!(hit["run"]["position"], position as i64);
+    let text = env.run(&["search", "capybarazest"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("in subagent run #"), "{text}");
 }
 
 #[test]
