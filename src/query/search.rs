@@ -299,89 +299,107 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     } else {
         ""
     };
-    // Stage 1 ranks chunks without touching their text (no GROUP BY: one
-    // entry's several chunks are merged below, fetching more rows if needed).
-    let (sql, first): (String, SqlValue) = match &plan {
-        Plan::Fts { table, expr } => {
-            let rank = if options.sort == Sort::Rank {
-                format!("bm25({table})")
-            } else {
-                "0.0".to_owned()
-            };
-            // Materialized: bm25() must run in the FTS query itself.
-            let sql = format!(
-                "WITH m AS MATERIALIZED (SELECT rowid, {rank} AS r FROM {table} WHERE {table} MATCH ?1)
-                 SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score
-                 FROM m JOIN chunks c ON c.chunk_id = m.rowid
-                 JOIN entries e ON e.entry_rowid = c.entry_rowid
-                 JOIN sessions s ON s.file_id = c.file_id {meta_join}
-                 WHERE 1 {filters}
-                 ORDER BY {order} LIMIT ?2",
-                filters = filters.clause(),
-            );
-            (sql, expr.clone().into())
+    // bm25 costs ~1 µs per matching chunk, so a stop-word-like query (most
+    // chunks match) took 100s of ms. Such queries rank only their newest
+    // RANK_WINDOW matches (FTS5 applies a rowid range before scoring); if
+    // the window yields fewer hits than asked for, everything is ranked.
+    let mut floor = match (&plan, options.sort) {
+        (Plan::Fts { table, expr }, Sort::Rank) if !options.raw => {
+            rank_window_floor(conn, table, expr)?
         }
-        Plan::Scan { terms, unspaced } => {
-            // A query with CJK can only match chunks holding CJK, and those
-            // are exactly the rows of fts_trigram (listed in its docsize).
-            let only = if *unspaced {
-                "JOIN fts_trigram_docsize d ON d.id = c.chunk_id"
-            } else {
-                ""
-            };
-            let mut conditions = String::new();
-            for index in 0..terms.len() {
-                conditions.push_str(&format!(
-                    " AND instr(lower(fc.body), lower(json_extract(?1, '$[{index}]'))) > 0"
-                ));
-            }
-            let sql = format!(
-                "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score
-                 FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
-                 JOIN sessions s ON s.file_id = c.file_id {meta_join}
-                 JOIN fts_content fc ON fc.chunk_id = c.chunk_id
-                 WHERE 1 {filters} {conditions}
-                 ORDER BY {order} LIMIT ?2",
-                filters = filters.clause(),
-            );
-            (sql, serde_json::to_string(terms).unwrap_or_default().into())
-        }
+        _ => None,
     };
-    let mut fetch = limit * 4 + 16;
     let best: Vec<(i64, f64)> = loop {
-        let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
-        params.extend(filters.params.iter().cloned());
-        let rows = conn.prepare(&sql).and_then(|mut stmt| {
-            stmt.query_map(rusqlite::params_from_iter(params), |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, i64>(1)?,
-                    row.get::<_, f64>(2)?,
-                ))
-            })?
-            .collect::<Result<Vec<_>, _>>()
-        });
-        let rows = match rows {
-            Ok(rows) => rows,
-            Err(err) if options.raw => {
-                return Err(SearchError::RawSyntax {
-                    query: options.query.clone(),
-                    message: err.to_string(),
-                });
+        // Stage 1 ranks chunks without touching their text (no GROUP BY: one
+        // entry's several chunks are merged below, fetching more rows if needed).
+        let (sql, first): (String, SqlValue) = match &plan {
+            Plan::Fts { table, expr } => {
+                let window = floor.map_or(String::new(), |floor| format!(" AND rowid >= {floor}"));
+                let rank = if options.sort == Sort::Rank {
+                    format!("bm25({table})")
+                } else {
+                    "0.0".to_owned()
+                };
+                // Materialized: bm25() must run in the FTS query itself.
+                let sql = format!(
+                    "WITH m AS MATERIALIZED (SELECT rowid, {rank} AS r FROM {table} WHERE {table} MATCH ?1{window})
+                     SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score
+                     FROM m JOIN chunks c ON c.chunk_id = m.rowid
+                     JOIN entries e ON e.entry_rowid = c.entry_rowid
+                     JOIN sessions s ON s.file_id = c.file_id {meta_join}
+                     WHERE 1 {filters}
+                     ORDER BY {order} LIMIT ?2",
+                    filters = filters.clause(),
+                );
+                (sql, expr.clone().into())
             }
-            Err(err) => return Err(err.into()),
+            Plan::Scan { terms, unspaced } => {
+                // A query with CJK can only match chunks holding CJK, and those
+                // are exactly the rows of fts_trigram (listed in its docsize).
+                let only = if *unspaced {
+                    "JOIN fts_trigram_docsize d ON d.id = c.chunk_id"
+                } else {
+                    ""
+                };
+                let mut conditions = String::new();
+                for index in 0..terms.len() {
+                    conditions.push_str(&format!(
+                        " AND instr(lower(fc.body), lower(json_extract(?1, '$[{index}]'))) > 0"
+                    ));
+                }
+                let sql = format!(
+                    "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score
+                     FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
+                     JOIN sessions s ON s.file_id = c.file_id {meta_join}
+                     JOIN fts_content fc ON fc.chunk_id = c.chunk_id
+                     WHERE 1 {filters} {conditions}
+                     ORDER BY {order} LIMIT ?2",
+                    filters = filters.clause(),
+                );
+                (sql, serde_json::to_string(terms).unwrap_or_default().into())
+            }
         };
-        let mut seen = std::collections::HashSet::new();
-        let best: Vec<(i64, f64)> = rows
-            .iter()
-            .filter(|(_, entry, _)| seen.insert(*entry))
-            .map(|(chunk, _, score)| (*chunk, *score))
-            .take(limit)
-            .collect();
-        if best.len() == limit || rows.len() < fetch {
-            break best;
+        let mut fetch = limit * 4 + 16;
+        let best: Vec<(i64, f64)> = loop {
+            let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
+            params.extend(filters.params.iter().cloned());
+            let rows = conn.prepare(&sql).and_then(|mut stmt| {
+                stmt.query_map(rusqlite::params_from_iter(params), |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, f64>(2)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            });
+            let rows = match rows {
+                Ok(rows) => rows,
+                Err(err) if options.raw => {
+                    return Err(SearchError::RawSyntax {
+                        query: options.query.clone(),
+                        message: err.to_string(),
+                    });
+                }
+                Err(err) => return Err(err.into()),
+            };
+            let mut seen = std::collections::HashSet::new();
+            let best: Vec<(i64, f64)> = rows
+                .iter()
+                .filter(|(_, entry, _)| seen.insert(*entry))
+                .map(|(chunk, _, score)| (*chunk, *score))
+                .take(limit)
+                .collect();
+            if best.len() == limit || rows.len() < fetch {
+                break best;
+            }
+            fetch *= 4;
+        };
+        if floor.is_some() && best.len() < limit {
+            floor = None;
+            continue;
         }
-        fetch *= 4;
+        break best;
     };
     // Stage 2: details and a snippet for the chosen chunks only.
     let mut hits = Vec::with_capacity(best.len());
@@ -490,6 +508,25 @@ fn scan_snippet(body: &str, terms: &[String]) -> String {
         &body[end_match..end],
         if end < body.len() { "…" } else { "" },
     )
+}
+
+/// Matches beyond which a ranked query scores only the newest ones.
+pub const RANK_WINDOW: i64 = 5_000;
+
+/// The lowest rowid of the newest `RANK_WINDOW` matches, or `None` when the
+/// query matches fewer chunks (then all are ranked).
+fn rank_window_floor(
+    conn: &rusqlite::Connection,
+    table: &str,
+    expr: &str,
+) -> rusqlite::Result<Option<i64>> {
+    use rusqlite::OptionalExtension;
+    conn.query_row(
+        &format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET {RANK_WINDOW}"),
+        [expr],
+        |row| row.get(0),
+    )
+    .optional()
 }
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).

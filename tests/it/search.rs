@@ -368,3 +368,32 @@ proptest! {
         prop_assert!(!stderr.contains("syntax error"), "{query:?}: {stderr}");
     }
 }
+
+/// A word in more chunks than the rank window: ranking looks at the newest
+/// matches only, but a filter that excludes all of them still finds the old
+/// match (the search falls back to ranking everything).
+#[test]
+fn very_common_words_rank_a_window_but_never_lose_filtered_hits() {
+    let env = Env::new();
+    let dir = env.root.join("--home-user-many--");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"many","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/many"}"#,
+    );
+    text.push('\n');
+    text.push_str(r#"{"type":"message","id":"old","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"commonword from long ago","timestamp":1767225601000}}"#);
+    text.push('\n');
+    let count = piidx::query::search::RANK_WINDOW + 500;
+    for n in 0..count {
+        text.push_str(&format!(
+            r#"{{"type":"message","id":"m{n}","parentId":null,"timestamp":"2026-02-01T00:00:00.000Z","message":{{"role":"user","content":"commonword number {n}","timestamp":1769904000000}}}}"#
+        ));
+        text.push('\n');
+    }
+    fs::write(dir.join("many.jsonl"), text).expect("write");
+    env.sync();
+    assert_eq!(search(&env, &["commonword", "--limit", "5"]).len(), 5);
+    let old = search(&env, &["commonword", "--until", "2026-01-15"]);
+    assert_eq!(old.len(), 1, "{old:?}");
+    assert_eq!(old[0]["entry_id"], "old");
+}
