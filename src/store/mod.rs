@@ -170,7 +170,7 @@ impl Store {
             "PRAGMA query_only = 1; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;"
         } else {
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
-             PRAGMA cache_size = -65536; PRAGMA journal_size_limit = 67108864; PRAGMA foreign_keys = OFF;"
+             PRAGMA cache_size = -16384; PRAGMA journal_size_limit = 67108864; PRAGMA foreign_keys = OFF;"
         };
         self.conn
             .execute_batch(pragmas)
