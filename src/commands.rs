@@ -107,13 +107,7 @@ fn sql(db: PathBuf, args: SqlArgs) -> Result<ExitCode> {
     let store = Store::open_read_only(&db)?;
     let rows = query::sql::run(&store, &args.query)
         .with_context(|| format!("query failed on {}", db.display()))?;
-    let format = if args.json {
-        Format::Json
-    } else if args.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
+    let format = Format::choose(args.json, args.csv);
     let mut out = std::io::stdout().lock();
     output::print(&mut out, &rows, format)?;
     Ok(ExitCode::SUCCESS)
@@ -184,11 +178,7 @@ fn subagents(db: PathBuf, args: SubagentsArgs) -> Result<ExitCode> {
     };
     let rows = query::subagents::run(&store, &query)
         .with_context(|| format!("listing subagent runs in {}", db.display()))?;
-    let format = if args.json {
-        Format::Json
-    } else {
-        Format::Table
-    };
+    let format = Format::choose(args.json, false);
     let mut out = std::io::stdout().lock();
     output::print(&mut out, &rows, format)?;
     Ok(ExitCode::SUCCESS)
@@ -259,13 +249,7 @@ fn tools(db: PathBuf, args: ToolsArgs) -> Result<ExitCode> {
     let store = Store::open_read_only(&db)?;
     let stats = tools::run(&store, by, args.since.as_deref())
         .with_context(|| format!("tools query failed on {}", db.display()))?;
-    let format = if args.json {
-        Format::Json
-    } else if args.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
+    let format = Format::choose(args.json, args.csv);
     let mut out = std::io::stdout().lock();
     output::print(&mut out, &tools::to_rows(&stats), format)?;
     Ok(ExitCode::SUCCESS)

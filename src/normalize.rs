@@ -621,6 +621,29 @@ fn push_string(
     });
 }
 
+/// Scripts written without spaces between words, which unicode61 cannot
+/// split: CJK ideographs, kana, hangul, Thai, Lao, Khmer, Myanmar.
+pub fn is_unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF // Thai, Lao
+        | 0x1000..=0x109F // Myanmar
+        | 0x1780..=0x17FF // Khmer
+        | 0x3040..=0x30FF // Hiragana, Katakana
+        | 0x3100..=0x312F // Bopomofo
+        | 0x3400..=0x4DBF // CJK Ext A
+        | 0x4E00..=0x9FFF // CJK Unified
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility
+        | 0xFF66..=0xFF9F // half-width katakana
+        | 0x20000..=0x3FFFF // CJK Ext B..
+    )
+}
+
+/// True when `text` holds any character of an unspaced script.
+pub fn has_unspaced_script(text: &str) -> bool {
+    text.chars().any(is_unspaced_script)
+}
+
 /// Pi's "text of a message": a string as-is, or text blocks joined by " ".
 pub fn pi_message_text(content: Option<&Value>) -> String {
     match content {

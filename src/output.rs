@@ -21,6 +21,19 @@ pub enum Format {
     Csv,
 }
 
+impl Format {
+    /// `--json` wins over `--csv`; neither means a table.
+    pub fn choose(json: bool, csv: bool) -> Format {
+        if json {
+            Format::Json
+        } else if csv {
+            Format::Csv
+        } else {
+            Format::Table
+        }
+    }
+}
+
 /// Longest cell shown in table mode; JSON and CSV are never cut.
 const TABLE_CELL_MAX: usize = 120;
 

@@ -54,24 +54,7 @@ impl Store {
     }
 
     pub fn identity(&self) -> Result<Identity> {
-        let err = self.err();
-        let application_id = self
-            .conn
-            .query_row("PRAGMA application_id", [], |row| row.get(0))
-            .map_err(&err)?;
-        let user_version = self
-            .conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(&err)?;
-        let tables: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
-            .map_err(&err)?;
-        Ok(Identity {
-            application_id,
-            user_version,
-            has_tables: tables > 0,
-        })
+        super::schema::identity(&self.conn, &self.path)
     }
 
     /// `PRAGMA quick_check`: empty when the file is sound, else SQLite's

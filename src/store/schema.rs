@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::{APPLICATION_ID, Result, StoreError, sqlite_error};
+use super::{APPLICATION_ID, Identity, Result, StoreError, sqlite_error};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
@@ -22,13 +22,9 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-struct Identity {
-    application_id: i64,
-    user_version: i64,
-    has_tables: bool,
-}
-
-fn identity(conn: &Connection, path: &Path) -> Result<Identity> {
+/// What a database file says it is: the application id, the schema version
+/// and whether it holds any tables at all.
+pub(super) fn identity(conn: &Connection, path: &Path) -> Result<Identity> {
     let err = sqlite_error(path);
     let application_id = conn
         .query_row("PRAGMA application_id", [], |row| row.get(0))

@@ -695,7 +695,7 @@ impl Store {
                     .map_err(self.err())?;
                 let chunk_id = self.conn.last_insert_rowid();
                 let body = text.text.get(start..start + len).unwrap_or_default();
-                let trigram = crate::query::search_query::has_unspaced_script(body);
+                let trigram = crate::normalize::has_unspaced_script(body);
                 self.pending_fts
                     .borrow_mut()
                     .push((chunk_id, body.to_owned(), trigram));
