@@ -259,7 +259,7 @@ fn sessions(db: PathBuf, args: SessionsArgs) -> Result<ExitCode> {
     let store = Store::open_read_only(&db)?;
     let since_ms = match &args.since {
         None => None,
-        Some(text) => Some(parse_date(text).ok_or_else(|| {
+        Some(text) => Some(piidx::time::parse_date_ms(text).ok_or_else(|| {
             anyhow!("--since {text}: expected YYYY-MM-DD or an ISO-8601 timestamp")
         })?),
     };
@@ -281,17 +281,6 @@ fn sessions(db: PathBuf, args: SessionsArgs) -> Result<ExitCode> {
         output::print(&mut out, &query::sessions::table(&list), Format::Table)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn parse_date(text: &str) -> Option<i64> {
-    piidx::time::parse_iso_ms(text).or_else(|| {
-        let mut parts = text.split('-').map(|p| p.parse::<i64>().ok());
-        let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
-        if parts.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-            return None;
-        }
-        Some(piidx::time::days_from_civil(y, m, d) * 86_400_000)
-    })
 }
 
 fn load_tree(db: &std::path::Path, session: &str) -> Result<query::tree::SessionTree> {

@@ -76,6 +76,28 @@ pub fn format_iso_ms(ms: i64) -> String {
     )
 }
 
+/// Parses `YYYY-MM-DD` or `YYYYMMDD` into a day number.
+pub fn parse_day(text: &str) -> Option<i64> {
+    let digits: String = text.trim().chars().filter(|c| *c != '-').collect();
+    if digits.len() != 8 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let year: i64 = digits[..4].parse().ok()?;
+    let month: i64 = digits[4..6].parse().ok()?;
+    let day: i64 = digits[6..].parse().ok()?;
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    Some(days_from_civil(year, month, day))
+}
+
+/// A `--since`-style argument: an ISO time, or `YYYY-MM-DD` meaning the start
+/// of that UTC day.
+pub fn parse_date_ms(text: &str) -> Option<i64> {
+    let text = text.trim();
+    parse_iso_ms(text).or_else(|| parse_day(text).map(|day| day * 86_400_000))
+}
+
 /// Days since 1970-01-01 (Howard Hinnant's algorithm).
 pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };

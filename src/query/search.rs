@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::search_query::{Translated, has_unspaced_script, translate};
 use crate::store::Store;
-use crate::time::{days_from_civil, format_iso_ms, parse_iso_ms};
+use crate::time::{format_iso_ms, parse_day, parse_iso_ms};
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.
 pub const MARK_OPEN: char = '\u{2}';
@@ -138,17 +138,10 @@ fn parse_date(text: &str, end_of_day: bool) -> Result<i64, SearchError> {
     if let Some(ms) = parse_iso_ms(trimmed) {
         return Ok(if end_of_day { ms + 1 } else { ms });
     }
-    let parts: Vec<&str> = trimmed.split('-').collect();
-    if let [y, m, d] = parts.as_slice()
-        && y.len() == 4
-        && let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i64>(), m.parse::<i64>(), d.parse::<i64>())
-        && (1..=12).contains(&m)
-        && (1..=31).contains(&d)
-    {
-        let day = days_from_civil(y, m, d) + i64::from(end_of_day);
-        return Ok(day * 86_400_000);
+    match parse_day(trimmed) {
+        Some(day) => Ok((day + i64::from(end_of_day)) * 86_400_000),
+        None => Err(SearchError::Date(text.to_owned())),
     }
-    Err(SearchError::Date(text.to_owned()))
 }
 
 /// Filters as SQL conditions plus their parameters (appended after the

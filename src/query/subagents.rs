@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::output::{Rows, shorten};
 use crate::query::sql::to_json;
 use crate::store::Store;
-use crate::time::{days_from_civil, format_iso_ms, parse_iso_ms};
+use crate::time::format_iso_ms;
 
 /// Tasks are cut to this many characters in table output.
 const TASK_CHARS: usize = 60;
@@ -29,28 +29,13 @@ pub enum SubagentsError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// `YYYY-MM-DD` or an ISO timestamp → Unix ms.
-pub fn parse_since(text: &str) -> Option<i64> {
-    if let Some(ms) = parse_iso_ms(text) {
-        return Some(ms);
-    }
-    let parts: Vec<&str> = text.split('-').collect();
-    if parts.len() != 3 || parts[0].len() != 4 || parts[1].len() != 2 || parts[2].len() != 2 {
-        return None;
-    }
-    let year: i64 = parts[0].parse().ok()?;
-    let month: i64 = parts[1].parse().ok()?;
-    let day: i64 = parts[2].parse().ok()?;
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    Some(days_from_civil(year, month, day) * 86_400_000)
-}
-
 /// The runs matching `query`, newest first.
 pub fn run(store: &Store, query: &SubagentsQuery) -> Result<Rows, SubagentsError> {
     let since = match &query.since {
-        Some(text) => Some(parse_since(text).ok_or_else(|| SubagentsError::BadDate(text.clone()))?),
+        Some(text) => Some(
+            crate::time::parse_date_ms(text)
+                .ok_or_else(|| SubagentsError::BadDate(text.clone()))?,
+        ),
         None => None,
     };
     let sql = "SELECT r.timestamp_ms, r.agent, r.task, r.status, r.exit_code, r.model,
@@ -124,8 +109,11 @@ mod tests {
 
     #[test]
     fn since_accepts_dates_and_timestamps() {
-        assert_eq!(parse_since("1970-01-02"), Some(86_400_000));
-        assert_eq!(parse_since("1970-01-01T00:00:01Z"), Some(1000));
-        assert_eq!(parse_since("yesterday"), None);
+        assert_eq!(crate::time::parse_date_ms("1970-01-02"), Some(86_400_000));
+        assert_eq!(
+            crate::time::parse_date_ms("1970-01-01T00:00:01Z"),
+            Some(1000)
+        );
+        assert_eq!(crate::time::parse_date_ms("yesterday"), None);
     }
 }

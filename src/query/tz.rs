@@ -410,20 +410,7 @@ pub fn format_month(day: i64) -> String {
     format!("{y:04}-{m:02}")
 }
 
-/// Parses `YYYY-MM-DD` or `YYYYMMDD` into a day number.
-pub fn parse_day(text: &str) -> Option<i64> {
-    let digits: String = text.trim().chars().filter(|c| *c != '-').collect();
-    if digits.len() != 8 || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let year: i64 = digits[..4].parse().ok()?;
-    let month: i64 = digits[4..6].parse().ok()?;
-    let day: i64 = digits[6..].parse().ok()?;
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    Some(days_from_civil(year, month, day))
-}
+pub use crate::time::parse_day;
 
 #[cfg(test)]
 mod tests {
