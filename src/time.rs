@@ -142,4 +142,12 @@ mod tests {
         assert_eq!(parse_iso_ms("yesterday"), None);
         assert_eq!(format_iso_ms(0), "1970-01-01T00:00:00.000Z");
     }
+
+    #[test]
+    fn since_arguments_accept_dates_and_timestamps() {
+        assert_eq!(parse_date_ms("1970-01-02"), Some(86_400_000));
+        assert_eq!(parse_date_ms("1970-01-01T00:00:01Z"), Some(1000));
+        assert_eq!(parse_date_ms("yesterday"), None);
+        assert_eq!(parse_date_ms("2026-13-01"), None);
+    }
 }

@@ -102,18 +102,3 @@ pub fn run(store: &Store, query: &SubagentsQuery) -> Result<Rows, SubagentsError
     }
     Ok(rows)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_accepts_dates_and_timestamps() {
-        assert_eq!(crate::time::parse_date_ms("1970-01-02"), Some(86_400_000));
-        assert_eq!(
-            crate::time::parse_date_ms("1970-01-01T00:00:01Z"),
-            Some(1000)
-        );
-        assert_eq!(crate::time::parse_date_ms("yesterday"), None);
-    }
-}
