@@ -127,8 +127,9 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let written = std::thread::scope(|scope| {
         let stop = &stop;
         let jobs = plan.jobs;
+        let total_files = jobs.len();
         scope.spawn(move || run_jobs(jobs, sender, ingest_options, stop));
-        let written = write_all(&store, receiver, &progress, &mut report);
+        let written = write_all(&store, receiver, &progress, total_files, &mut report);
         if written.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -273,6 +274,7 @@ fn write_all(
     store: &Store,
     receiver: Receiver<Batch>,
     progress: &ProgressBar,
+    total_files: usize,
     report: &mut SyncReport,
 ) -> Result<(), StoreError> {
     let mut since_commit = 0u64;
@@ -288,7 +290,7 @@ fn write_all(
         report.bytes_read += batch.bytes;
         progress.inc(batch.bytes);
         if counted.insert(batch.target.path.clone()) {
-            progress.set_message(format!("{} files", counted.len()));
+            progress.set_message(format!("{}/{total_files} files", counted.len()));
         }
         if batch.reset || batch.bytes > 0 {
             touched.insert(batch.target.path.clone());
