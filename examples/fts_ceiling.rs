@@ -42,8 +42,22 @@ const TXN_BYTES: u64 = 32 << 20;
 const DST_PRAGMAS: &[&str] = &["PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"];
 // ------------------------------------------------------------------------------
 
+struct Options {
+    keep: bool,
+    /// Number of database files built at once, one thread each; row `id`
+    /// goes to shard `id % shards` (piidx's own rule).
+    shards: usize,
+    /// `content='', contentless_delete=1` (piidx's shards) instead of a
+    /// table that stores its own copy of the text.
+    contentless: bool,
+    /// FTS5 `hashsize` in bytes (FTS5's default is 1 MB).
+    hashsize: Option<u64>,
+}
+
 fn usage() -> ! {
-    eprintln!("usage: fts_ceiling --from PIIDX_DB --out NEW_DB [--keep]");
+    eprintln!(
+        "usage: fts_ceiling --from PIIDX_DB --out NEW_DB [--shards N] [--contentless] [--hashsize BYTES] [--keep]"
+    );
     std::process::exit(2);
 }
 
@@ -58,14 +72,33 @@ fn remove_db(p: &Path) {
 fn main() -> anyhow::Result<()> {
     let mut from: Option<PathBuf> = None;
     let mut out: Option<PathBuf> = None;
-    let mut keep = false;
+    let mut opts = Options {
+        keep: false,
+        shards: 1,
+        contentless: false,
+        hashsize: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--from" => from = Some(args.next().unwrap_or_else(|| usage()).into()),
             "--out" => out = Some(args.next().unwrap_or_else(|| usage()).into()),
-            "--keep" => keep = true,
-            "-h" | "--help" => usage(),
+            "--keep" => opts.keep = true,
+            "--contentless" => opts.contentless = true,
+            "--shards" => {
+                opts.shards = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| usage())
+            }
+            "--hashsize" => {
+                opts.hashsize = Some(
+                    args.next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| usage()),
+                )
+            }
             _ => usage(),
         }
     }
@@ -103,46 +136,35 @@ fn main() -> anyhow::Result<()> {
     };
 
     // ---- 2. build (timed) ----
-    remove_db(&out);
-    let mut rd = BufReader::with_capacity(8 << 20, File::open(&spill_path)?);
+    let shard_paths: Vec<PathBuf> = (0..opts.shards)
+        .map(|k| shard_path(&out, k, opts.shards))
+        .collect();
+    for p in &shard_paths {
+        remove_db(p);
+    }
     let t0 = Instant::now();
-    let mut db = Connection::open(&out)?;
-    for p in DST_PRAGMAS {
-        // journal_mode returns a row; query_row swallows it, execute_batch works for both.
-        db.execute_batch(p)?;
-    }
-    db.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE {DST_TABLE} USING fts5(body, tokenize='{DST_TOKENIZE}')"
-    ))?;
-    let insert_sql = format!("INSERT INTO {DST_TABLE}(rowid, body) VALUES (?1, ?2)");
-    let mut buf: Vec<u8> = Vec::new();
-    let mut hdr = [0u8; 16];
-    let mut done = 0u64;
-    while done < rows {
-        let tx = db.transaction()?;
-        {
-            let mut stmt = tx.prepare_cached(&insert_sql)?;
-            let mut in_txn = 0u64;
-            while done < rows && in_txn < TXN_BYTES {
-                rd.read_exact(&mut hdr)?;
-                let id = i64::from_le_bytes(hdr[..8].try_into().unwrap());
-                let len = u64::from_le_bytes(hdr[8..].try_into().unwrap()) as usize;
-                buf.resize(len, 0);
-                rd.read_exact(&mut buf)?;
-                // Bodies came out of SQLite as TEXT, so they are valid UTF-8 in practice.
-                let s = std::str::from_utf8(&buf).unwrap_or("");
-                stmt.execute(params![id, s])?;
-                in_txn += len as u64;
-                done += 1;
-            }
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let handles: Vec<_> = shard_paths
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let spill_path = &spill_path;
+                let opts = &opts;
+                scope.spawn(move || build_shard(spill_path, p, k as i64, rows, opts))
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("shard thread panicked"))??;
         }
-        tx.commit()?;
-    }
-    drop(db);
+        Ok(())
+    })?;
     let secs = t0.elapsed().as_secs_f64();
     let _ = fs::remove_file(&spill_path);
-    if !keep {
-        remove_db(&out);
+    if !opts.keep {
+        for p in &shard_paths {
+            remove_db(p);
+        }
     }
     let mbps = if secs > 0.0 {
         bytes as f64 / 1e6 / secs
@@ -158,5 +180,75 @@ fn main() -> anyhow::Result<()> {
             "mb_per_s": (mbps * 10.0).round() / 10.0,
         })
     );
+    Ok(())
+}
+
+/// `NEW_DB` itself for one shard, `NEW_DB.K` for shard K of several.
+fn shard_path(out: &Path, k: usize, shards: usize) -> PathBuf {
+    if shards == 1 {
+        return out.to_owned();
+    }
+    let mut name = out.as_os_str().to_owned();
+    name.push(format!(".{k}"));
+    PathBuf::from(name)
+}
+
+/// Inserts the spilled rows with `id % shards == shard` into a new FTS5
+/// database at `path`, committing every `TXN_BYTES` of text.
+fn build_shard(
+    spill_path: &Path,
+    path: &Path,
+    shard: i64,
+    rows: u64,
+    opts: &Options,
+) -> anyhow::Result<()> {
+    let mut rd = BufReader::with_capacity(8 << 20, File::open(spill_path)?);
+    let mut db = Connection::open(path)?;
+    for p in DST_PRAGMAS {
+        // journal_mode returns a row; execute_batch works for both kinds.
+        db.execute_batch(p)?;
+    }
+    let content = if opts.contentless {
+        ", content='', contentless_delete=1"
+    } else {
+        ""
+    };
+    db.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE {DST_TABLE} USING fts5(body, tokenize='{DST_TOKENIZE}'{content})"
+    ))?;
+    if let Some(size) = opts.hashsize {
+        db.execute(
+            &format!("INSERT INTO {DST_TABLE}({DST_TABLE}, rank) VALUES ('hashsize', ?1)"),
+            [size as i64],
+        )?;
+    }
+    let insert_sql = format!("INSERT INTO {DST_TABLE}(rowid, body) VALUES (?1, ?2)");
+    let shards = opts.shards as i64;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut hdr = [0u8; 16];
+    let mut done = 0u64;
+    while done < rows {
+        let tx = db.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(&insert_sql)?;
+            let mut in_txn = 0u64;
+            while done < rows && in_txn < TXN_BYTES {
+                rd.read_exact(&mut hdr)?;
+                let id = i64::from_le_bytes(hdr[..8].try_into()?);
+                let len = u64::from_le_bytes(hdr[8..].try_into()?) as usize;
+                buf.resize(len, 0);
+                rd.read_exact(&mut buf)?;
+                done += 1;
+                if id.rem_euclid(shards) != shard {
+                    continue;
+                }
+                // Bodies came out of SQLite as TEXT, so they are valid UTF-8 in practice.
+                let s = std::str::from_utf8(&buf).unwrap_or("");
+                stmt.execute(params![id, s])?;
+                in_txn += len as u64;
+            }
+        }
+        tx.commit()?;
+    }
     Ok(())
 }

@@ -127,6 +127,9 @@ pub struct SyncArgs {
     /// Lines longer than this are skipped and recorded in parse_errors
     #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
     pub max_line_bytes: usize,
+    /// Split the full-text index over N files written in parallel [default: the database's count; one per core (at most 8) for a new database]. A new count re-indexes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub fts_shards: Option<u16>,
 }
 
 #[derive(Debug, Args)]

@@ -63,6 +63,7 @@ fn sync(db: PathBuf, args: SyncArgs) -> Result<ExitCode> {
         progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
         lock_wait: Duration::try_from_secs_f64(args.wait.max(0.0)).unwrap_or(Duration::ZERO),
         max_line_bytes: args.max_line_bytes.max(1024),
+        fts_shards: args.fts_shards.map(usize::from),
     };
     let report = piidx::sync::run(&options)?;
     let mut out = std::io::stdout().lock();

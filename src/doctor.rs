@@ -387,6 +387,7 @@ fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<PathBuf>) -> Sync
         progress: false,
         lock_wait: Duration::ZERO,
         max_line_bytes: options.max_line_bytes,
+        fts_shards: None,
     }
 }
 
@@ -470,6 +471,18 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
         }
     }
     std::fs::rename(&tmp, db).map_err(io("rename the rebuilt database to", db))?;
+    // Its full-text shards follow it (closed, so without -wal/-shm).
+    for shard in 0.. {
+        let built = crate::store::shard_path(&tmp, shard);
+        if !built.exists() {
+            break;
+        }
+        let target = crate::store::shard_path(db, shard);
+        for suffix in ["-wal", "-shm"] {
+            let _ = std::fs::remove_file(with_suffix(&target, suffix));
+        }
+        std::fs::rename(&built, &target).map_err(io("rename the rebuilt shard to", &target))?;
+    }
     remove_tmp();
     Ok(backup)
 }

@@ -48,6 +48,9 @@ pub struct SyncOptions {
     /// How long to wait for another sync to finish.
     pub lock_wait: Duration,
     pub max_line_bytes: usize,
+    /// Split the word index over this many files (re-indexing it when the
+    /// count changes); `None` keeps the database's count.
+    pub fts_shards: Option<usize>,
 }
 
 /// The summary `sync` prints.
@@ -104,6 +107,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         }
     }
     let store = Store::open_for_sync(&options.db)?;
+    store.start_fts(options.fts_shards)?;
     let states = store.file_states()?;
     let discovery = discover::discover(&options.roots);
     let mut report = SyncReport {
@@ -140,6 +144,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     // Subagent artifact files and run links (see `artifacts`).
     crate::artifacts::sync(&store, &options.roots, options.full)?;
     store.commit()?;
+    store.finish_fts()?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }

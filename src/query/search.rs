@@ -1,14 +1,17 @@
 //! `piidx search`: ranked full-text search over every indexed text chunk.
 //!
 //! Three ways to find chunks (docs/search.md):
-//! * words: the unicode61 `fts` table, query translated by `search_query`;
+//! * words: the unicode61 `fts` tables of the shard files (attached as
+//!   `fts0`, `fts1`, ...; see `store::fts`), query translated by
+//!   `search_query`, matches of all shards ranked together;
 //! * unspaced scripts (CJK, Thai, ...): the `fts_trigram` table, which holds
 //!   only chunks containing such characters (the writer decides per chunk);
 //! * `--substring`, or trigram terms shorter than 3 characters: a scan of
 //!   `fts_content` with `instr`, newest first.
 //!
 //! Ranking is bm25 times a per-kind weight, best chunk per entry, then the top
-//! `limit` get a snippet (snippets are computed for those rows only).
+//! `limit` get a snippet (snippets are computed for those rows only; the
+//! shards store no text, so their hits are re-tokenised in a scratch table).
 
 use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
@@ -100,6 +103,8 @@ pub enum SearchError {
     Date(String),
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// Weight applied to bm25 (which is negative: more negative is better).
@@ -282,6 +287,15 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     let plan = plan(options)?;
     let limit = options.limit.max(1);
     let conn = store.connection();
+    let sources = match &plan {
+        Plan::Fts { table: "fts", .. } => store
+            .attach_fts()?
+            .iter()
+            .map(|schema| format!("{schema}.fts"))
+            .collect(),
+        Plan::Fts { table, .. } => vec![table.to_string()],
+        Plan::Scan { .. } => Vec::new(),
+    };
     let filters = Filters::build(options, 3)?;
     let order = match (options.sort, &plan) {
         (Sort::Rank, Plan::Fts { .. }) => "score, e.timestamp_ms DESC, c.chunk_id DESC",
@@ -298,7 +312,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     // the window yields fewer hits than asked for, everything is ranked.
     let mut floor = match (&plan, options.sort) {
         (Plan::Fts { table, expr }, Sort::Rank) if !options.raw => {
-            rank_window_floor(conn, table, expr)?
+            rank_window_floor(conn, &sources, table, expr)?
         }
         _ => None,
     };
@@ -313,9 +327,18 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 } else {
                     "0.0".to_owned()
                 };
+                let matches = sources
+                    .iter()
+                    .map(|source| {
+                        format!(
+                            "SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{window}"
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" UNION ALL ");
                 // Materialized: bm25() must run in the FTS query itself.
                 let sql = format!(
-                    "WITH m AS MATERIALIZED (SELECT rowid, {rank} AS r FROM {table} WHERE {table} MATCH ?1{window})
+                    "WITH m AS MATERIALIZED ({matches})
                      SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score
                      FROM m JOIN chunks c ON c.chunk_id = m.rowid
                      JOIN entries e ON e.entry_rowid = c.entry_rowid
@@ -395,6 +418,11 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         break best;
     };
     // Stage 2: details and a snippet for the chosen chunks only.
+    let chosen: Vec<i64> = best.iter().map(|(chunk_id, _)| *chunk_id).collect();
+    let mut shard_snippets = match &plan {
+        Plan::Fts { table: "fts", expr } => snippets_of(conn, expr, &chosen)?,
+        _ => std::collections::HashMap::new(),
+    };
     let mut hits = Vec::with_capacity(best.len());
     for (chunk_id, score) in best {
         let mut hit = conn.query_row(
@@ -426,6 +454,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         )?;
         hit.run = run_of(conn, chunk_id)?;
         hit.snippet = match &plan {
+            Plan::Fts { table: "fts", .. } => shard_snippets.remove(&chunk_id),
             Plan::Fts { table, expr } => conn.query_row(
                 &format!(
                     "SELECT snippet({table}, 0, char(2), char(3), '…', 24) FROM {table}
@@ -506,20 +535,59 @@ fn scan_snippet(body: &str, terms: &[String]) -> String {
 /// Matches beyond which a ranked query scores only the newest ones.
 pub const RANK_WINDOW: i64 = 5_000;
 
-/// The lowest rowid of the newest `RANK_WINDOW` matches, or `None` when the
-/// query matches fewer chunks (then all are ranked).
+/// The lowest rowid of (about) the newest `RANK_WINDOW` matches, or `None`
+/// when the query matches fewer chunks (then all are ranked). Chunks are
+/// spread evenly over the shards, so each contributes its share.
 fn rank_window_floor(
     conn: &rusqlite::Connection,
+    sources: &[String],
     table: &str,
     expr: &str,
 ) -> rusqlite::Result<Option<i64>> {
     use rusqlite::OptionalExtension;
-    conn.query_row(
-        &format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET {RANK_WINDOW}"),
-        [expr],
-        |row| row.get(0),
-    )
-    .optional()
+    let share = RANK_WINDOW / sources.len().max(1) as i64;
+    let mut floor: Option<i64> = None;
+    for source in sources {
+        let found: Option<i64> = conn
+            .query_row(
+                &format!("SELECT rowid FROM {source} WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET {share}"),
+                [expr],
+                |row| row.get(0),
+            )
+            .optional()?;
+        match found {
+            Some(rowid) => floor = Some(floor.map_or(rowid, |f| f.min(rowid))),
+            None => return Ok(None),
+        }
+    }
+    Ok(floor)
+}
+
+/// Snippets for word-index hits. The shards are contentless, so the chosen
+/// chunks are indexed again in a scratch in-memory table with the same
+/// tokenizer, where FTS5's own `snippet()` marks the same matches.
+fn snippets_of(
+    conn: &rusqlite::Connection,
+    expr: &str,
+    chunk_ids: &[i64],
+) -> rusqlite::Result<std::collections::HashMap<i64, String>> {
+    let scratch = rusqlite::Connection::open_in_memory()?;
+    scratch.execute_batch(
+        "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+    )?;
+    let mut body = conn.prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?;
+    let mut insert = scratch.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
+    for chunk_id in chunk_ids {
+        let text: Option<String> = body.query_row([chunk_id], |row| row.get(0))?;
+        insert.execute(rusqlite::params![chunk_id, text.unwrap_or_default()])?;
+    }
+    let mut snippets = scratch.prepare(
+        "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
+    )?;
+    let found = snippets
+        .query_map([expr], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect();
+    found
 }
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).

@@ -77,32 +77,6 @@ impl Store {
         Ok(found)
     }
 
-    /// FTS5 `integrity-check`, also against the content view (rank = 1):
-    /// `None` when the full-text index matches the indexed text.
-    pub fn fts_check(&self) -> Option<String> {
-        match self.conn.execute(
-            "INSERT INTO fts(fts, rank) VALUES('integrity-check', 1)",
-            [],
-        ) {
-            Ok(_) => None,
-            // Read-only media: the check cannot run there; not a finding.
-            Err(rusqlite::Error::SqliteFailure(err, _))
-                if err.code == rusqlite::ErrorCode::ReadOnly =>
-            {
-                None
-            }
-            Err(err) => Some(err.to_string()),
-        }
-    }
-
-    /// Rebuilds the full-text index from the content view.
-    pub fn rebuild_fts(&self) -> Result<()> {
-        self.conn
-            .execute("INSERT INTO fts(fts) VALUES('rebuild')", [])
-            .map_err(self.err())?;
-        Ok(())
-    }
-
     /// Row counts per file id, for every file with rows.
     pub fn file_counts(&self) -> Result<HashMap<i64, FileCounts>> {
         let mut counts: HashMap<i64, FileCounts> = HashMap::new();

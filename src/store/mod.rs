@@ -6,17 +6,20 @@
 //! works while a sync runs (WAL) and on read-only media.
 
 mod check;
+mod fts;
 mod schema;
 mod state;
 mod subagents;
 mod write;
 
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
 pub use check::{FileCounts, Identity};
+pub use fts::{ShardConfig, attach_shards, default_shards, shard_path, shard_schema};
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
 pub use subagents::{ArtifactRow, ArtifactState};
@@ -78,6 +81,12 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error("full-text shard {path}: {message}")]
+    Shard { path: PathBuf, message: String },
+    #[error(
+        "the full-text shard {path} is missing or belongs to another database; run `piidx sync` to rebuild it"
+    )]
+    ShardMissing { path: PathBuf },
     #[error("{path}: {source}")]
     Sqlite {
         path: PathBuf,
@@ -91,9 +100,17 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    /// FTS rows of the open transaction, inserted together just before
-    /// commit (see `write.rs`, `flush_fts`).
-    pending_fts: std::cell::RefCell<Vec<(i64, String, bool)>>,
+    /// Chunks of the open transaction (id, text, still to be put in the
+    /// trigram index): the shards get them after commit (`fts.rs`).
+    pending_fts: RefCell<Vec<(i64, String, bool)>>,
+    /// Chunk ids deleted in the open transaction.
+    pending_deletes: RefCell<Vec<i64>>,
+    /// The next chunk id to hand out; 0 until read from the database.
+    next_chunk_id: Cell<i64>,
+    /// Writer threads of the word-index shards, during a sync.
+    shards: RefCell<Option<fts::ShardWriters>>,
+    /// Opened with `immutable=1` (read-only media).
+    immutable: bool,
 }
 
 impl Store {
@@ -102,6 +119,10 @@ impl Store {
             conn,
             path: path.to_owned(),
             pending_fts: Default::default(),
+            pending_deletes: Default::default(),
+            next_chunk_id: Cell::new(0),
+            shards: Default::default(),
+            immutable: false,
         }
     }
 
@@ -156,7 +177,8 @@ impl Store {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(uri, flags).map_err(sqlite_error(path))?;
-        let store = Store::wrap(conn, path);
+        let mut store = Store::wrap(conn, path);
+        store.immutable = true;
         store.configure(true)?;
         schema::check_readable(&store.conn, path)?;
         Ok(store)
@@ -184,6 +206,17 @@ impl Store {
     /// The raw connection, for the query modules (they only read).
     pub fn connection(&self) -> &Connection {
         &self.conn
+    }
+
+    /// Attaches the word-index shards to this (read-only) connection and
+    /// returns their schema names (`fts0`, `fts1`, ...).
+    pub fn attach_fts(&self) -> Result<Vec<String>> {
+        let config = self
+            .shard_config()?
+            .ok_or_else(|| StoreError::ShardMissing {
+                path: shard_path(&self.path, 0),
+            })?;
+        attach_shards(&self.conn, &self.path, &config, self.immutable)
     }
 
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

@@ -45,37 +45,34 @@ impl Store {
             .map_err(self.err())
     }
 
+    /// Commits the open transaction, then hands its chunks to the word-index
+    /// shards (which commit after it; see `fts.rs`).
     pub fn commit(&self) -> Result<()> {
-        self.flush_fts()?;
-        self.conn.execute_batch("COMMIT").map_err(self.err())
+        self.flush_trigrams()?;
+        let upto = self.record_chunk_ids()?;
+        self.conn.execute_batch("COMMIT").map_err(self.err())?;
+        self.dispatch_fts(upto)
     }
 
-    /// Inserts the queued FTS rows. FTS5 buffers inserts in memory, but it
-    /// flushes that buffer to a new segment whenever any statement of the
-    /// transaction opens a statement journal (e.g. an INSERT into a table
-    /// with a UNIQUE constraint): interleaving FTS inserts with the other
-    /// rows wrote thousands of tiny segments and spent a third of the sync
-    /// merging them. Queued, they become one segment per commit. Must run
-    /// before any FTS delete, which may only delete rows the index has.
-    fn flush_fts(&self) -> Result<()> {
-        let pending = std::mem::take(&mut *self.pending_fts.borrow_mut());
-        let mut words = self
-            .conn
-            .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
-            .map_err(self.err())?;
-        let mut trigrams = self
+    /// Inserts the queued chunks in unspaced scripts (CJK, Thai…), which
+    /// unicode61 cannot split into words, into the trigram index of this
+    /// database (docs/search.md). Queued until commit, like the shards'
+    /// rows: FTS5 flushes its buffer to a new segment whenever another
+    /// statement of the transaction opens a statement journal, and inserts
+    /// interleaved with the other rows wrote thousands of tiny segments.
+    /// Must run before any trigram delete, which may only delete rows the
+    /// index has.
+    fn flush_trigrams(&self) -> Result<()> {
+        let mut pending = self.pending_fts.borrow_mut();
+        let mut insert = self
             .conn
             .prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")
             .map_err(self.err())?;
-        for (chunk_id, body, trigram) in &pending {
-            words.execute(params![chunk_id, body]).map_err(self.err())?;
-            // Only chunks in scripts written without spaces (CJK, Thai…),
-            // which unicode61 cannot split into words; see docs/search.md.
-            if *trigram {
-                trigrams
-                    .execute(params![chunk_id, body])
-                    .map_err(self.err())?;
-            }
+        for (chunk_id, body, trigram) in pending.iter_mut().filter(|row| row.2) {
+            insert
+                .execute(params![*chunk_id, body.as_str()])
+                .map_err(self.err())?;
+            *trigram = false;
         }
         Ok(())
     }
@@ -142,9 +139,9 @@ impl Store {
     }
 
     fn delete_file_rows(&self, file_id: i64) -> Result<()> {
-        self.flush_fts()?;
+        self.flush_trigrams()?;
+        self.delete_fts_rows(file_id)?;
         let sql = [
-            "DELETE FROM fts WHERE rowid IN (SELECT chunk_id FROM chunks WHERE file_id = ?1)",
             // Only some chunks are in fts_trigram; its docsize table lists them.
             "DELETE FROM fts_trigram WHERE rowid IN (SELECT c.chunk_id FROM chunks c
                JOIN fts_trigram_docsize d ON d.id = c.chunk_id WHERE c.file_id = ?1)",
@@ -675,13 +672,15 @@ impl Store {
     fn insert_texts(&self, key: &EntryKey<'_>) -> Result<()> {
         for text in &key.entry.texts {
             for &(start, len) in &text.spans {
+                let chunk_id = self.next_chunk_id()?;
                 self.conn
                     .prepare_cached(
-                        "INSERT INTO chunks(entry_rowid, file_id, json_path, start, len, field_len, kind, tool_name)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        "INSERT INTO chunks(chunk_id, entry_rowid, file_id, json_path, start, len, field_len, kind, tool_name)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                     )
                     .and_then(|mut stmt| {
                         stmt.execute(params![
+                            chunk_id,
                             key.rowid,
                             key.file_id,
                             text.json_path,
@@ -693,7 +692,6 @@ impl Store {
                         ])
                     })
                     .map_err(self.err())?;
-                let chunk_id = self.conn.last_insert_rowid();
                 let body = text.text.get(start..start + len).unwrap_or_default();
                 let trigram = crate::normalize::has_unspaced_script(body);
                 self.pending_fts

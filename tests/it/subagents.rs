@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{Env, non_blank_lines};
+use crate::util::{Env, fts_match, non_blank_lines};
 
 const DIR: &str = "--home-user-proj-sub--";
 const OFFICIAL: &str = "2026-02-20T09-00-00-000Z_0191a0b0-0000-7000-8000-00000000a001.jsonl";
@@ -156,13 +156,14 @@ fn child_tool_calls_are_joined_to_their_results() {
 fn child_transcript_text_is_searchable_and_names_the_run() {
     let env = Env::with_fixture("subagents");
     env.sync();
-    let rows = env.sql(
+    let rows = env.sql(&format!(
         "SELECT c.json_path, c.kind, r.agent, r.session_id, r.entry_id, cr.message_position
-           FROM fts JOIN chunks c ON c.chunk_id = fts.rowid
+           FROM chunks c
            JOIN chunk_runs cr ON cr.chunk_id = c.chunk_id
            JOIN subagent_runs r ON r.run_rowid = cr.run_rowid
-          WHERE fts MATCH 'capybarazest'",
-    );
+          WHERE c.chunk_id IN {}",
+        fts_match(&env.db, "capybarazest")
+    ));
     assert_eq!(rows.len(), 1, "{rows:?}");
     // Where the token really is, found by walking the fixture JSON.
     let (entry_id, details) = subagent_results(&fixture_file(&env, OFFICIAL))

@@ -181,9 +181,65 @@ pub fn canonical_dump(db: &Path) -> Vec<String> {
     dump
 }
 
-/// Runs FTS5's own integrity check (needs a writable connection).
+/// The word-index shard files of a database, as recorded in it.
+pub fn shard_paths(db: &Path) -> Vec<PathBuf> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open db");
+    let shards: i64 = conn
+        .query_row("SELECT shards FROM fts_shards", [], |row| row.get(0))
+        .expect("shard configuration");
+    (0..shards)
+        .map(|k| {
+            let mut name = db.as_os_str().to_owned();
+            name.push(format!(".fts{k}"));
+            PathBuf::from(name)
+        })
+        .collect()
+}
+
+/// A subquery of the chunk ids whose text matches an FTS5 expression, in
+/// every shard (for `piidx sql`, which attaches them as fts0, fts1, ...).
+pub fn fts_match(db: &Path, expr: &str) -> String {
+    let arms: Vec<String> = (0..shard_paths(db).len())
+        .map(|k| format!("SELECT rowid FROM fts{k}.fts WHERE fts MATCH '{expr}'"))
+        .collect();
+    format!("({})", arms.join(" UNION ALL "))
+}
+
+/// FTS5's own integrity check on every shard and on the trigram index, and
+/// each shard holds exactly the chunk ids `id % shards == k`.
 pub fn fts_integrity(db: &Path) {
     let conn = rusqlite::Connection::open(db).expect("open db");
-    conn.execute("INSERT INTO fts(fts) VALUES('integrity-check')", [])
-        .expect("FTS index matches its content");
+    conn.execute(
+        "INSERT INTO fts_trigram(fts_trigram) VALUES('integrity-check')",
+        [],
+    )
+    .expect("trigram index is sound");
+    let chunk_ids: Vec<i64> = conn
+        .prepare("SELECT chunk_id FROM chunks ORDER BY 1")
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+        .expect("chunk ids");
+    let shards = shard_paths(db);
+    for (k, path) in shards.iter().enumerate() {
+        let shard = rusqlite::Connection::open(path).expect("open shard");
+        shard
+            .execute("INSERT INTO fts(fts) VALUES('integrity-check')", [])
+            .expect("shard index is sound");
+        let have: Vec<i64> = shard
+            .prepare("SELECT rowid FROM fts ORDER BY 1")
+            .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+            .expect("shard rowids");
+        let want: Vec<i64> = chunk_ids
+            .iter()
+            .copied()
+            .filter(|id| id.rem_euclid(shards.len() as i64) == k as i64)
+            .collect();
+        assert_eq!(
+            have,
+            want,
+            "shard {} holds exactly its chunks",
+            path.display()
+        );
+    }
 }

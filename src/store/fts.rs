@@ -1,0 +1,711 @@
+//! The word index: FTS5 (`unicode61`) split over shard files next to the
+//! main database (`<db>.fts0`, `<db>.fts1`, ...), each written by its own
+//! thread during a sync and attached read-only for queries.
+//!
+//! Why shards: one SQLite writer tokenises and indexes about 30 MB/s of
+//! JSONL on a 2-core machine, and FTS5 is most of a cold sync; each file has
+//! its own writer, so N shards index in parallel (docs/performance.md).
+//! Chunk `id` lives in shard `id % N`.
+//!
+//! Consistency: the main database is the record. The main writer commits a
+//! transaction first and only then hands its chunks to the shards, so a
+//! shard never holds a row the main database has not committed. Each shard
+//! stores, in the same transaction as its rows, the highest chunk id it has
+//! caught up to (`indexed_upto`). Chunk ids are never reused
+//! (`fts_shards.last_chunk_id`), so after a crash between the two commits the
+//! next sync indexes every chunk above a shard's mark and replays the
+//! deletions still listed in `fts_deletes`.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Result, Store, StoreError, sqlite_error, uri_path, with_suffix};
+
+/// `PRAGMA application_id` of shard files ("piis").
+const SHARD_APPLICATION_ID: i64 = 0x7069_6973;
+
+const SHARD_SCHEMA: &str = "
+CREATE TABLE shard(
+  db_id        TEXT NOT NULL,    -- fts_shards.db_id of the main database
+  shard        INTEGER NOT NULL, -- this file holds chunk ids with id % shards = shard
+  shards       INTEGER NOT NULL,
+  indexed_upto INTEGER NOT NULL  -- every such chunk id <= this is indexed
+);
+CREATE VIRTUAL TABLE fts USING fts5(
+  body,
+  content = '',
+  contentless_delete = 1,
+  tokenize = 'unicode61 remove_diacritics 2'
+);
+-- FTS5 writes its in-memory buffer as a new segment whenever it exceeds
+-- `hashsize` (default 1 MB) and then spends its time merging those small
+-- segments; 16 MB per shard was as fast as 64 MB and keeps memory down.
+INSERT INTO fts(fts, rank) VALUES ('hashsize', 16777216);
+";
+
+/// The index text sent to the shards per message (the main writer commits
+/// every ~32 MB of input, and the catch-up sends the same amount).
+const CATCH_UP_BYTES: usize = 32 << 20;
+
+/// How the word index is split, as recorded in the main database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardConfig {
+    pub shards: usize,
+    pub db_id: String,
+    pub last_chunk_id: i64,
+}
+
+/// The file of shard `shard`: `<db>.fts<shard>`.
+pub fn shard_path(db: &Path, shard: usize) -> PathBuf {
+    with_suffix(db, &format!(".fts{shard}"))
+}
+
+/// The schema name under which `attach_shards` attaches shard `shard`.
+pub fn shard_schema(shard: usize) -> String {
+    format!("fts{shard}")
+}
+
+/// Shards used when a database is created: one per core, at most 8.
+pub fn default_shards() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
+}
+
+/// Deletes a shard file with its `-wal` and `-shm`.
+fn remove_shard_file(path: &Path) -> std::io::Result<()> {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        match std::fs::remove_file(with_suffix(path, suffix)) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(err),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A fresh identifier for a set of shard files.
+fn new_db_id(db: &Path) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = format!("{}:{}:{nanos}", db.display(), std::process::id());
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
+}
+
+impl Store {
+    /// The shard configuration; `None` before the first sync of schema 6.
+    pub fn shard_config(&self) -> Result<Option<ShardConfig>> {
+        self.conn
+            .query_row(
+                "SELECT shards, db_id, last_chunk_id FROM fts_shards",
+                [],
+                |row| {
+                    Ok(ShardConfig {
+                        shards: row.get::<_, i64>(0)?.max(1) as usize,
+                        db_id: row.get(1)?,
+                        last_chunk_id: row.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// Reads the configuration, creating it on first use; `wanted` (a shard
+    /// count different from the recorded one) or `reset` start new, empty
+    /// shard files, which the next `start_fts` fills from the chunks.
+    fn configure_shards(&self, wanted: Option<usize>, reset: bool) -> Result<ShardConfig> {
+        let current = self.shard_config()?;
+        let shards = wanted.or(current.as_ref().map(|c| c.shards));
+        let shards = shards.unwrap_or_else(default_shards).clamp(1, 64);
+        if let Some(config) = current.filter(|c| c.shards == shards && !reset) {
+            return Ok(config);
+        }
+        self.next_chunk_id.set(0);
+        let last_chunk_id = self.next_chunk_id()? - 1;
+        self.next_chunk_id.set(0);
+        let config = ShardConfig {
+            shards,
+            db_id: new_db_id(&self.path),
+            last_chunk_id,
+        };
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE; DELETE FROM fts_shards; DELETE FROM fts_deletes;")
+            .map_err(self.err())?;
+        self.conn
+            .execute(
+                "INSERT INTO fts_shards(shards, db_id, last_chunk_id) VALUES (?1, ?2, ?3)",
+                params![config.shards as i64, config.db_id, config.last_chunk_id],
+            )
+            .map_err(self.err())?;
+        self.conn.execute_batch("COMMIT").map_err(self.err())?;
+        Ok(config)
+    }
+
+    /// Opens the shard files for writing (creating or replacing those that
+    /// do not belong to this database), starts one writer thread per shard,
+    /// and queues whatever they are missing. Call before the first `begin`.
+    pub fn start_fts(&self, wanted: Option<usize>) -> Result<()> {
+        self.start_fts_with(wanted, false)
+    }
+
+    /// Drops every shard and indexes all chunks again (`doctor --fix`).
+    pub fn rebuild_fts(&self) -> Result<()> {
+        self.start_fts_with(None, true)?;
+        self.finish_fts()
+    }
+
+    fn start_fts_with(&self, wanted: Option<usize>, reset: bool) -> Result<()> {
+        let config = self.configure_shards(wanted, reset)?;
+        let mut writers = Vec::with_capacity(config.shards);
+        for shard in 0..config.shards {
+            writers.push(ShardWriter::open(&self.path, shard, &config)?);
+        }
+        // Shard files from an earlier, larger shard count.
+        for shard in config.shards.. {
+            let path = shard_path(&self.path, shard);
+            if !path.exists() {
+                break;
+            }
+            remove_shard_file(&path).map_err(|source| StoreError::Shard {
+                path: path.clone(),
+                message: source.to_string(),
+            })?;
+        }
+        self.next_chunk_id.set(config.last_chunk_id + 1);
+        *self.shards.borrow_mut() = Some(ShardWriters { writers });
+        self.catch_up(&config)
+    }
+
+    /// Waits for every shard to commit what it was sent, then forgets the
+    /// deletions they have all applied. Call after the last `commit`.
+    pub fn finish_fts(&self) -> Result<()> {
+        let Some(writers) = self.shards.borrow_mut().take() else {
+            return Ok(());
+        };
+        writers.finish()?;
+        self.conn
+            .execute("DELETE FROM fts_deletes", [])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Checks the word index: every shard passes FTS5's `integrity-check`
+    /// and holds exactly the chunk ids up to its mark; the trigram index
+    /// matches its content. `None` when all is well.
+    pub fn fts_check(&self) -> Option<String> {
+        let mut found = Vec::new();
+        if let Err(err) = self.conn.execute(
+            "INSERT INTO fts_trigram(fts_trigram) VALUES('integrity-check')",
+            [],
+        ) && !is_read_only(&err)
+        {
+            found.push(format!("trigram index: {err}"));
+        }
+        match self.shard_config() {
+            Ok(Some(config)) => {
+                for shard in 0..config.shards {
+                    if let Some(problem) = self.check_shard(&config, shard) {
+                        found.push(problem);
+                    }
+                }
+            }
+            Ok(None) => found.push("no shard configuration; `piidx sync` creates it".into()),
+            Err(err) => found.push(err.to_string()),
+        }
+        (!found.is_empty()).then(|| found.join("; "))
+    }
+
+    fn check_shard(&self, config: &ShardConfig, shard: usize) -> Option<String> {
+        let path = shard_path(&self.path, shard);
+        let name = path.display();
+        if !path.exists() {
+            return Some(format!("shard {name} is missing"));
+        }
+        // Read-only media: no -shm can be made, and nobody writes there.
+        let conn = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .and_then(|conn| {
+                conn.query_row("PRAGMA application_id", [], |_| Ok(()))?;
+                Ok(conn)
+            })
+            .or_else(|_| {
+                Connection::open_with_flags(
+                    format!("file:{}?immutable=1", uri_path(&path)),
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+                )
+            });
+        let conn = match conn {
+            Ok(conn) => conn,
+            Err(err) => return Some(format!("shard {name}: {err}")),
+        };
+        let upto = match shard_mark(&conn, shard, config) {
+            Ok(Some(upto)) => upto,
+            Ok(None) => return Some(format!("shard {name} belongs to another database")),
+            Err(err) => return Some(format!("shard {name}: {err}")),
+        };
+        if let Err(err) = conn.execute("INSERT INTO fts(fts) VALUES('integrity-check')", [])
+            && !is_read_only(&err)
+        {
+            return Some(format!("shard {name}: {err}"));
+        }
+        let ids = |conn: &Connection, sql: &str| -> rusqlite::Result<Vec<i64>> {
+            conn.prepare(sql)?
+                .query_map(params![config.shards as i64, shard as i64, upto], |row| {
+                    row.get(0)
+                })?
+                .collect()
+        };
+        let want = ids(
+            &self.conn,
+            "SELECT chunk_id FROM chunks WHERE chunk_id % ?1 = ?2 AND chunk_id <= ?3 ORDER BY 1",
+        );
+        // Every row, whatever its id: a row above the mark or of another
+        // shard's ids is as wrong as a missing one.
+        let have = ids(
+            &conn,
+            "SELECT rowid FROM fts WHERE ?1 + ?2 + ?3 IS NOT NULL ORDER BY 1",
+        );
+        match (want, have) {
+            (Ok(want), Ok(have)) if want == have => None,
+            (Ok(want), Ok(have)) => {
+                let want_set: std::collections::HashSet<_> = want.iter().collect();
+                let have_set: std::collections::HashSet<_> = have.iter().collect();
+                Some(format!(
+                    "shard {name}: {} chunk(s) not indexed, {} row(s) without a chunk",
+                    want_set.difference(&have_set).count(),
+                    have_set.difference(&want_set).count()
+                ))
+            }
+            (Err(err), _) | (_, Err(err)) => Some(format!("shard {name}: {err}")),
+        }
+    }
+
+    /// Allocates the id of a new chunk: ids are never reused, so a shard's
+    /// mark means the same chunks forever.
+    pub(super) fn next_chunk_id(&self) -> Result<i64> {
+        if self.next_chunk_id.get() == 0 {
+            let last: i64 = self
+                .conn
+                .query_row(
+                    "SELECT max(coalesce((SELECT max(chunk_id) FROM chunks), 0),
+                                coalesce((SELECT max(last_chunk_id) FROM fts_shards), 0))",
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(self.err())?;
+            self.next_chunk_id.set(last + 1);
+        }
+        let id = self.next_chunk_id.get();
+        self.next_chunk_id.set(id + 1);
+        Ok(id)
+    }
+
+    /// Part of every commit, inside the transaction: remember the highest
+    /// chunk id handed out.
+    pub(super) fn record_chunk_ids(&self) -> Result<i64> {
+        let last = self.next_chunk_id.get() - 1;
+        if last < 0 {
+            return Ok(0);
+        }
+        self.conn
+            .prepare_cached("UPDATE fts_shards SET last_chunk_id = ?1 WHERE last_chunk_id < ?1")
+            .and_then(|mut stmt| stmt.execute([last]))
+            .map_err(self.err())?;
+        Ok(last)
+    }
+
+    /// Logs the word-index rows of `file_id`'s chunks for deletion (before
+    /// the chunks go) and drops those not yet sent to the shards.
+    pub(super) fn delete_fts_rows(&self, file_id: i64) -> Result<()> {
+        let ids: Vec<i64> = self
+            .conn
+            .prepare_cached("SELECT chunk_id FROM chunks WHERE file_id = ?1")
+            .and_then(|mut stmt| stmt.query_map([file_id], |row| row.get(0))?.collect())
+            .map_err(self.err())?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO fts_deletes(chunk_id)
+                 SELECT chunk_id FROM chunks WHERE file_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute([file_id]))
+            .map_err(self.err())?;
+        let gone: std::collections::HashSet<i64> = ids.iter().copied().collect();
+        self.pending_fts
+            .borrow_mut()
+            .retain(|(id, _, _)| !gone.contains(id));
+        self.pending_deletes.borrow_mut().extend(ids);
+        Ok(())
+    }
+
+    /// After a commit: hands the committed chunks and deletions to the shard
+    /// writers (waiting while they are a message behind).
+    pub(super) fn dispatch_fts(&self, upto: i64) -> Result<()> {
+        let rows: Vec<(i64, String)> = std::mem::take(&mut *self.pending_fts.borrow_mut())
+            .into_iter()
+            .map(|(id, body, _)| (id, body))
+            .collect();
+        let deletes = std::mem::take(&mut *self.pending_deletes.borrow_mut());
+        let mut shards = self.shards.borrow_mut();
+        match shards.as_mut() {
+            Some(writers) => writers.send(rows, deletes, upto),
+            // No writers (a write outside a sync): the next sync catches up.
+            None => Ok(()),
+        }
+    }
+
+    /// Queues what the shards miss: chunks above their marks and logged
+    /// deletions. Each field's text is read once, however many chunks it has.
+    fn catch_up(&self, config: &ShardConfig) -> Result<()> {
+        let mut shards = self.shards.borrow_mut();
+        let Some(writers) = shards.as_mut() else {
+            return Ok(());
+        };
+        let deletes: Vec<i64> = self
+            .conn
+            .prepare("SELECT chunk_id FROM fts_deletes")
+            .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+            .map_err(self.err())?;
+        let from = writers.min_upto();
+        if from >= config.last_chunk_id && deletes.is_empty() {
+            return Ok(());
+        }
+        let mut chunks = self
+            .conn
+            .prepare(
+                "SELECT chunk_id, entry_rowid, json_path, start, len FROM chunks
+                 WHERE chunk_id > ?1 ORDER BY chunk_id",
+            )
+            .map_err(self.err())?;
+        let mut field = self
+            .conn
+            .prepare("SELECT json_extract(raw, ?2) FROM entries WHERE entry_rowid = ?1")
+            .map_err(self.err())?;
+        let mut rows = chunks.query([from]).map_err(self.err())?;
+        let mut text: (i64, String, String) = (0, String::new(), String::new());
+        let mut batch: Vec<(i64, String)> = Vec::new();
+        let mut bytes = 0;
+        let mut deletes = Some(deletes);
+        while let Some(row) = rows.next().map_err(self.err())? {
+            let chunk_id: i64 = row.get(0).map_err(self.err())?;
+            let entry_rowid: i64 = row.get(1).map_err(self.err())?;
+            let json_path: String = row.get(2).map_err(self.err())?;
+            let start = row.get::<_, i64>(3).map_err(self.err())?.max(0) as usize;
+            let len = row.get::<_, i64>(4).map_err(self.err())?.max(0) as usize;
+            if !writers.wants(chunk_id) {
+                continue;
+            }
+            if text.0 != entry_rowid || text.1 != json_path {
+                let value: Option<String> = field
+                    .query_row(params![entry_rowid, json_path], |row| row.get(0))
+                    .optional()
+                    .map_err(self.err())?
+                    .flatten();
+                text = (entry_rowid, json_path, value.unwrap_or_default());
+            }
+            let body = text.2.get(start..start + len).unwrap_or_default();
+            bytes += body.len();
+            batch.push((chunk_id, body.to_owned()));
+            if bytes >= CATCH_UP_BYTES {
+                let deletes = deletes.take().unwrap_or_default();
+                writers.send(std::mem::take(&mut batch), deletes, chunk_id)?;
+                bytes = 0;
+            }
+        }
+        let deletes = deletes.take().unwrap_or_default();
+        writers.send(batch, deletes, config.last_chunk_id)
+    }
+}
+
+/// One message to a shard writer; `upto` becomes its `indexed_upto`.
+struct Work {
+    deletes: Vec<i64>,
+    rows: Vec<(i64, String)>,
+    upto: i64,
+}
+
+/// The writer threads of all shards.
+pub(super) struct ShardWriters {
+    writers: Vec<ShardWriter>,
+}
+
+impl ShardWriters {
+    fn min_upto(&self) -> i64 {
+        self.writers.iter().map(|w| w.upto).min().unwrap_or(0)
+    }
+
+    /// Whether some shard still needs this chunk.
+    fn wants(&self, chunk_id: i64) -> bool {
+        let shard = chunk_id.rem_euclid(self.writers.len() as i64) as usize;
+        self.writers
+            .get(shard)
+            .is_some_and(|writer| chunk_id > writer.upto)
+    }
+
+    /// Routes rows and deletions to their shards, skipping rows a shard
+    /// already has. A shard that failed reports its error here.
+    fn send(&mut self, rows: Vec<(i64, String)>, deletes: Vec<i64>, upto: i64) -> Result<()> {
+        let count = self.writers.len() as i64;
+        let mut work: Vec<Work> = (0..count)
+            .map(|_| Work {
+                deletes: Vec::new(),
+                rows: Vec::new(),
+                upto,
+            })
+            .collect();
+        for id in deletes {
+            work[id.rem_euclid(count) as usize].deletes.push(id);
+        }
+        for (id, body) in rows {
+            let shard = id.rem_euclid(count) as usize;
+            if id > self.writers[shard].upto {
+                work[shard].rows.push((id, body));
+            }
+        }
+        let mut failed = None;
+        for (writer, work) in self.writers.iter_mut().zip(work) {
+            if writer.upto >= work.upto && work.rows.is_empty() && work.deletes.is_empty() {
+                continue;
+            }
+            writer.upto = writer.upto.max(work.upto);
+            let sent = writer.sender.as_ref().is_some_and(|s| s.send(work).is_ok());
+            if !sent && failed.is_none() {
+                failed = Some(writer.path.clone());
+            }
+        }
+        match failed {
+            // The thread stopped on an error: report it.
+            Some(path) => Err(self.join_failed(&path)),
+            None => Ok(()),
+        }
+    }
+
+    fn join_failed(&mut self, path: &Path) -> StoreError {
+        for writer in &mut self.writers {
+            if writer.path == path {
+                if let Err(err) = writer.join() {
+                    return err;
+                }
+            }
+        }
+        StoreError::Shard {
+            path: path.to_owned(),
+            message: "the shard writer stopped".into(),
+        }
+    }
+
+    fn finish(mut self) -> Result<()> {
+        let mut first = Ok(());
+        for writer in &mut self.writers {
+            writer.sender = None;
+        }
+        for writer in &mut self.writers {
+            let joined = writer.join();
+            if first.is_ok() {
+                first = joined;
+            }
+        }
+        first
+    }
+}
+
+/// One shard file and the thread that writes it.
+struct ShardWriter {
+    path: PathBuf,
+    /// What this shard has (or has been sent, once the thread commits).
+    upto: i64,
+    sender: Option<SyncSender<Work>>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl ShardWriter {
+    fn open(db: &Path, shard: usize, config: &ShardConfig) -> Result<ShardWriter> {
+        let path = shard_path(db, shard);
+        let (conn, upto) = open_shard_for_writing(&path, shard, config)?;
+        // One message in flight: the main writer runs at most one commit
+        // ahead of the slowest shard, which bounds memory.
+        let (sender, receiver) = sync_channel::<Work>(1);
+        let thread_path = path.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("piidx-fts{shard}"))
+            .spawn(move || write_shard(conn, &thread_path, receiver))
+            .map_err(|source| StoreError::Shard {
+                path: path.clone(),
+                message: format!("cannot start its writer thread: {source}"),
+            })?;
+        Ok(ShardWriter {
+            path,
+            upto,
+            sender: Some(sender),
+            thread: Some(thread),
+        })
+    }
+
+    fn join(&mut self) -> Result<()> {
+        self.sender = None;
+        match self.thread.take().map(JoinHandle::join) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(err))) => Err(err),
+            Some(Err(_)) => Err(StoreError::Shard {
+                path: self.path.clone(),
+                message: "its writer thread panicked".into(),
+            }),
+        }
+    }
+}
+
+impl Drop for ShardWriter {
+    /// A sync that fails still lets the shards commit what they were sent.
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+/// Opens a shard file, replacing it when it is not a shard of this
+/// database and configuration (or not readable at all); returns its mark.
+fn open_shard_for_writing(
+    path: &Path,
+    shard: usize,
+    config: &ShardConfig,
+) -> Result<(Connection, i64)> {
+    let err = sqlite_error(path);
+    if path.exists() {
+        match read_mark(path, shard, config) {
+            Ok(Some(upto)) => {
+                let conn = Connection::open(path).map_err(&err)?;
+                configure_shard(&conn, path)?;
+                return Ok((conn, upto));
+            }
+            // Another database's shard, another layout, or damaged: rebuilt.
+            Ok(None) | Err(_) => {}
+        }
+    }
+    remove_shard_file(path).map_err(|source| StoreError::Shard {
+        path: path.to_owned(),
+        message: source.to_string(),
+    })?;
+    let conn = Connection::open(path).map_err(&err)?;
+    configure_shard(&conn, path)?;
+    conn.execute_batch(&format!(
+        "BEGIN IMMEDIATE; {SHARD_SCHEMA}
+         PRAGMA application_id = {SHARD_APPLICATION_ID}; PRAGMA user_version = 1;"
+    ))
+    .map_err(&err)?;
+    conn.execute(
+        "INSERT INTO shard(db_id, shard, shards, indexed_upto) VALUES (?1, ?2, ?3, 0)",
+        params![config.db_id, shard as i64, config.shards as i64],
+    )
+    .map_err(&err)?;
+    conn.execute_batch("COMMIT").map_err(&err)?;
+    Ok((conn, 0))
+}
+
+/// The shard's `indexed_upto` if the file at `path` belongs to `config`.
+fn read_mark(path: &Path, shard: usize, config: &ShardConfig) -> Result<Option<i64>> {
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .map_err(sqlite_error(path))?;
+    shard_mark(&conn, shard, config).map_err(sqlite_error(path))
+}
+
+fn shard_mark(
+    conn: &Connection,
+    shard: usize,
+    config: &ShardConfig,
+) -> rusqlite::Result<Option<i64>> {
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    if app != SHARD_APPLICATION_ID {
+        return Ok(None);
+    }
+    conn.query_row(
+        "SELECT indexed_upto FROM shard WHERE db_id = ?1 AND shard = ?2 AND shards = ?3",
+        params![config.db_id, shard as i64, config.shards as i64],
+        |row| row.get(0),
+    )
+    .optional()
+}
+
+/// Read-only media: a check that needs to write cannot run; not a finding.
+fn is_read_only(err: &rusqlite::Error) -> bool {
+    matches!(err, rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::ReadOnly)
+}
+
+fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(sqlite_error(path))?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
+         PRAGMA cache_size = -8192; PRAGMA journal_size_limit = 67108864;",
+    )
+    .map_err(sqlite_error(path))
+}
+
+/// The shard writer thread: one transaction per message.
+fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Result<()> {
+    let err = sqlite_error(path);
+    for work in receiver {
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(&err)?;
+        {
+            let mut delete = conn
+                .prepare_cached("DELETE FROM fts WHERE rowid = ?1")
+                .map_err(&err)?;
+            for id in &work.deletes {
+                delete.execute([id]).map_err(&err)?;
+            }
+            let mut insert = conn
+                .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
+                .map_err(&err)?;
+            for (id, body) in &work.rows {
+                insert.execute(params![id, body]).map_err(&err)?;
+            }
+        }
+        conn.execute(
+            "UPDATE shard SET indexed_upto = max(indexed_upto, ?1)",
+            [work.upto],
+        )
+        .map_err(&err)?;
+        conn.execute_batch("COMMIT").map_err(&err)?;
+    }
+    Ok(())
+}
+
+/// Attaches every shard read-only to a query connection as `fts0`, `fts1`,
+/// ...; returns their schema names. `immutable` for read-only media.
+pub fn attach_shards(
+    conn: &Connection,
+    db: &Path,
+    config: &ShardConfig,
+    immutable: bool,
+) -> Result<Vec<String>> {
+    let mut names = Vec::with_capacity(config.shards);
+    for shard in 0..config.shards {
+        let path = shard_path(db, shard);
+        let missing = || StoreError::ShardMissing { path: path.clone() };
+        if !path.exists() {
+            return Err(missing());
+        }
+        let mode = if immutable { "immutable=1" } else { "mode=ro" };
+        let name = shard_schema(shard);
+        conn.execute(
+            "ATTACH DATABASE ?1 AS ?2",
+            params![format!("file:{}?{mode}", uri_path(&path)), name],
+        )
+        .map_err(sqlite_error(&path))?;
+        let belongs: Option<i64> = conn
+            .query_row(
+                &format!("SELECT indexed_upto FROM {name}.shard WHERE db_id = ?1 AND shard = ?2"),
+                params![config.db_id, shard as i64],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|_| missing())?;
+        if belongs.is_none() {
+            return Err(missing());
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
