@@ -18,7 +18,7 @@ use crate::read::{Fingerprint, Line, LineReader};
 pub const PARSER_VERSION: i64 = 1;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
-const BATCH_BYTES: u64 = 8 << 20;
+const BATCH_BYTES: u64 = 2 << 20;
 
 /// How much of a bad line is kept in `parse_errors.excerpt`.
 const EXCERPT_BYTES: usize = 160;

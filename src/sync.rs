@@ -126,7 +126,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let ingest_options = IngestOptions {
         max_line_bytes: options.max_line_bytes,
     };
-    let (sender, receiver) = sync_channel::<Batch>(2);
+    let (sender, receiver) = sync_channel::<Batch>(1);
     let stop = AtomicBool::new(false);
     let written = std::thread::scope(|scope| {
         let stop = &stop;

@@ -638,7 +638,7 @@ fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
         .map_err(sqlite_error(path))?;
     conn.execute_batch(
         "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
-         PRAGMA cache_size = -8192; PRAGMA journal_size_limit = 67108864;",
+         PRAGMA cache_size = -2048; PRAGMA journal_size_limit = 67108864;",
     )
     .map_err(sqlite_error(path))
 }
