@@ -430,8 +430,12 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     }
     let tmp = with_suffix(db, &format!(".rebuild-{}", std::process::id()));
     let remove_tmp = || {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            let _ = std::fs::remove_file(with_suffix(&tmp, suffix));
+        let shards = (0..).map(|k| crate::store::shard_path(&tmp, k));
+        let built: Vec<PathBuf> = shards.take_while(|path| path.exists()).collect();
+        for path in std::iter::once(tmp.clone()).chain(built) {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let _ = std::fs::remove_file(with_suffix(&path, suffix));
+            }
         }
     };
     remove_tmp();

@@ -486,10 +486,10 @@ impl ShardWriters {
 
     fn join_failed(&mut self, path: &Path) -> StoreError {
         for writer in &mut self.writers {
-            if writer.path == path {
-                if let Err(err) = writer.join() {
-                    return err;
-                }
+            if writer.path == path
+                && let Err(err) = writer.join()
+            {
+                return err;
             }
         }
         StoreError::Shard {
@@ -573,16 +573,14 @@ fn open_shard_for_writing(
     config: &ShardConfig,
 ) -> Result<(Connection, i64)> {
     let err = sqlite_error(path);
-    if path.exists() {
-        match read_mark(path, shard, config) {
-            Ok(Some(upto)) => {
-                let conn = Connection::open(path).map_err(&err)?;
-                configure_shard(&conn, path)?;
-                return Ok((conn, upto));
-            }
-            // Another database's shard, another layout, or damaged: rebuilt.
-            Ok(None) | Err(_) => {}
-        }
+    // Anything but a shard of this configuration (another database's,
+    // another layout, damaged) is replaced by an empty one.
+    if path.exists()
+        && let Ok(Some(upto)) = read_mark(path, shard, config)
+    {
+        let conn = Connection::open(path).map_err(&err)?;
+        configure_shard(&conn, path)?;
+        return Ok((conn, upto));
     }
     remove_shard_file(path).map_err(|source| StoreError::Shard {
         path: path.to_owned(),
@@ -633,6 +631,11 @@ fn is_read_only(err: &rusqlite::Error) -> bool {
     matches!(err, rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::ReadOnly)
 }
 
+/// A shard only grows by new FTS5 segment pages, which a rollback journal
+/// does not copy (WAL writes every page twice: to the log, then back); a
+/// reader that meets a shard commit waits for it (busy timeout), and the
+/// main file, which readers use most, stays in WAL mode. A small page cache
+/// is enough for appending.
 fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(sqlite_error(path))?;

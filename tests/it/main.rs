@@ -25,6 +25,9 @@ mod usage;
 // `search`: known-item tokens, filters, identifiers, CJK, punctuation fuzz.
 mod search;
 
+// The word index's shard files: catch-up, re-sharding, upgrade from schema 5.
+mod shards;
+
 // `doctor` detection and repair; hostile databases (foreign, newer, read-only, full disk).
 mod doctor;
 

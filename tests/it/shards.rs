@@ -1,0 +1,162 @@
+//! The word index's shard files: a shard that is behind, missing or holds
+//! rows it should not is repaired by the next sync; changing the shard count
+//! re-indexes without changing what search finds; a schema-5 database (one
+//! FTS table inside the main file) is upgraded in place.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::util::{Env, canonical_dump, fts_integrity, shard_paths};
+
+fn db_sql(db: &std::path::Path, sql: &str) {
+    let conn = rusqlite::Connection::open(db).expect("open db");
+    conn.execute_batch(sql).expect("change db");
+}
+
+/// `(session_id, entry_id)` of every hit of `query`.
+fn hits(env: &Env, query: &str) -> BTreeSet<(String, String)> {
+    let out = env.run(&["search", query, "--json", "--limit", "1000"]);
+    assert!(
+        out.status.success(),
+        "search {query}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hits: Vec<Value> = serde_json::from_slice(&out.stdout).expect("search --json");
+    hits.iter()
+        .map(|hit| {
+            (
+                hit["session_id"].as_str().unwrap_or_default().to_owned(),
+                hit["entry_id"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+const QUERIES: &[&str] = &[
+    "session",
+    "function",
+    "\"cwd into\"",
+    "bench*",
+    "the",
+    "read",
+];
+
+#[test]
+fn shards_behind_missing_or_with_extra_rows_are_repaired_by_sync() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let expected: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    assert!(expected.iter().all(|found| !found.is_empty()));
+    let shards = shard_paths(&env.db);
+
+    // A missing shard: search says what to do; sync rebuilds it.
+    std::fs::remove_file(&shards[0]).expect("remove shard");
+    let out = env.run(&["search", "session"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("piidx sync") && stderr.contains(".fts0"),
+        "{stderr}"
+    );
+    env.sync();
+    fts_integrity(&env.db);
+
+    // A shard that lost its last commits (a crash between the main commit
+    // and the shard's), and a deletion it never applied.
+    db_sql(
+        &shards[0],
+        "DELETE FROM fts WHERE rowid > 20; UPDATE shard SET indexed_upto = 20;
+         INSERT INTO fts(rowid, body) VALUES (987654360, 'ghostword');",
+    );
+    db_sql(
+        &env.db,
+        "INSERT INTO fts_deletes(chunk_id) VALUES (987654360);",
+    );
+    let summary = env.sync();
+    assert_eq!(summary["entries_added"], 0);
+    fts_integrity(&env.db);
+    assert_eq!(env.count("SELECT count(*) FROM fts_deletes"), 0);
+    let now: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    assert_eq!(now, expected);
+}
+
+#[test]
+fn changing_the_shard_count_reindexes_and_search_finds_the_same() {
+    let env = Env::with_fixture("sessions");
+    let root = env.root.to_string_lossy().into_owned();
+    let sync_with = |shards: &str| {
+        let out = env.run(&["sync", "--root", &root, "--fts-shards", shards, "-q"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    sync_with("1");
+    assert_eq!(shard_paths(&env.db).len(), 1);
+    fts_integrity(&env.db);
+    let one: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+
+    sync_with("3");
+    let three = shard_paths(&env.db);
+    assert_eq!(three.len(), 3);
+    fts_integrity(&env.db);
+    assert_eq!(
+        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
+        one
+    );
+
+    // Back to 2: the third file goes; a plain sync keeps the count.
+    sync_with("2");
+    assert!(!three[2].exists());
+    env.sync();
+    assert_eq!(shard_paths(&env.db).len(), 2);
+    fts_integrity(&env.db);
+    assert_eq!(
+        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
+        one
+    );
+}
+
+#[test]
+fn a_schema_5_database_is_upgraded_in_place() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let fresh = canonical_dump(&env.db);
+    let expected: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    // Schema 5 as 0001-0005 left it: the word index inside the main file.
+    for shard in shard_paths(&env.db) {
+        std::fs::remove_file(shard).expect("remove shard");
+    }
+    db_sql(
+        &env.db,
+        "DROP TABLE fts_shards; DROP TABLE fts_deletes;
+         CREATE VIRTUAL TABLE fts USING fts5(body, content = 'fts_content',
+           content_rowid = 'chunk_id', tokenize = 'unicode61 remove_diacritics 2');
+         INSERT INTO fts(fts) VALUES ('rebuild');
+         PRAGMA user_version = 5;",
+    );
+    let out = env.run(&["search", "session"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `piidx sync` to upgrade"));
+
+    let summary = env.sync();
+    assert_eq!(summary["entries_added"], 0);
+    assert_eq!(env.count("PRAGMA user_version"), 6);
+    assert_eq!(
+        env.count("SELECT count(*) FROM sqlite_master WHERE name = 'fts'"),
+        0
+    );
+    fts_integrity(&env.db);
+    let mut upgraded = canonical_dump(&env.db);
+    let mut fresh = fresh;
+    // The new tables are configuration (a random db_id), not index content.
+    upgraded.retain(|row| !row.starts_with("fts_shards|"));
+    fresh.retain(|row| !row.starts_with("fts_shards|"));
+    assert_eq!(upgraded, fresh);
+    assert_eq!(
+        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
+        expected
+    );
+}
