@@ -156,6 +156,18 @@ struct Filters {
     params: Vec<SqlValue>,
 }
 
+/// Whether some condition reads `alias.` columns (`e` entries, `s` sessions).
+fn mentions(conditions: &[String], alias: &str) -> bool {
+    let needle = format!("{alias}.");
+    conditions.iter().any(|condition| {
+        condition.match_indices(&needle).any(|(at, _)| {
+            at == 0
+                || !condition.as_bytes()[at - 1].is_ascii_alphanumeric()
+                    && condition.as_bytes()[at - 1] != b'_'
+        })
+    })
+}
+
 impl Filters {
     fn build(options: &SearchOptions, first: usize) -> Result<Filters, SearchError> {
         let mut filters = Filters {
@@ -306,6 +318,25 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     } else {
         ""
     };
+    // A ranked word search joins entries and sessions only for the filters
+    // that read them: for a query matching thousands of chunks, those row
+    // lookups cost more than the FTS query (ties then go newest chunk first).
+    let lean = options.sort == Sort::Rank && matches!(plan, Plan::Fts { .. });
+    let entries_join = if lean && !mentions(&filters.sql, "e") {
+        ""
+    } else {
+        "JOIN entries e ON e.entry_rowid = c.entry_rowid"
+    };
+    let sessions_join = if lean && !mentions(&filters.sql, "s") {
+        ""
+    } else {
+        "JOIN sessions s ON s.file_id = c.file_id"
+    };
+    let order = if entries_join.is_empty() {
+        "score, c.chunk_id DESC"
+    } else {
+        order
+    };
     // bm25 costs ~1 µs per matching chunk, so a stop-word-like query (most
     // chunks match) took 100s of ms. Such queries rank only their newest
     // RANK_WINDOW matches (FTS5 applies a rowid range before scoring); if
@@ -316,10 +347,25 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         }
         _ => None,
     };
+    // Shards after the first are queried in parallel, each on a connection
+    // of its own (several shards on one connection run one after another).
+    let mut extra: Vec<Store> = Vec::new();
+    if matches!(plan, Plan::Fts { table: "fts", .. }) {
+        for _ in 1..sources.len() {
+            let other = Store::open_read_only(store.path())?;
+            other.attach_fts()?;
+            extra.push(other);
+        }
+    }
     let best: Vec<(i64, f64)> = loop {
         // Stage 1 ranks chunks without touching their text (no GROUP BY: one
         // entry's several chunks are merged below, fetching more rows if needed).
-        let (sql, first): (String, SqlValue) = match &plan {
+        let ts = if entries_join.is_empty() {
+            "NULL"
+        } else {
+            "e.timestamp_ms"
+        };
+        let (sqls, first): (Vec<String>, SqlValue) = match &plan {
             Plan::Fts { table, expr } => {
                 let window = floor.map_or(String::new(), |floor| format!(" AND rowid >= {floor}"));
                 let rank = if options.sort == Sort::Rank {
@@ -327,27 +373,40 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 } else {
                     "0.0".to_owned()
                 };
-                let matches = sources
-                    .iter()
-                    .map(|source| {
-                        format!(
-                            "SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{window}"
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" UNION ALL ");
+                let matches = |source: &String| {
+                    format!(
+                        "SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{window}"
+                    )
+                };
                 // Materialized: bm25() must run in the FTS query itself.
-                let sql = format!(
-                    "WITH m AS MATERIALIZED ({matches})
-                     SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score
-                     FROM m JOIN chunks c ON c.chunk_id = m.rowid
-                     JOIN entries e ON e.entry_rowid = c.entry_rowid
-                     JOIN sessions s ON s.file_id = c.file_id {meta_join}
-                     WHERE 1 {filters}
-                     ORDER BY {order} LIMIT ?2",
-                    filters = filters.clause(),
-                );
-                (sql, expr.clone().into())
+                let ranked = |matches: String| {
+                    format!(
+                        "WITH m AS MATERIALIZED ({matches})
+                         SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score, {ts}
+                         FROM m JOIN chunks c ON c.chunk_id = m.rowid
+                         {entries_join} {sessions_join} {meta_join}
+                         WHERE 1 {filters}
+                         ORDER BY {order} LIMIT ?2",
+                        filters = filters.clause(),
+                    )
+                };
+                // One query per shard, each on its own connection and thread
+                // (merged below), or one over the union of all sources.
+                let sqls = if extra.is_empty() {
+                    vec![ranked(
+                        sources
+                            .iter()
+                            .map(matches)
+                            .collect::<Vec<_>>()
+                            .join(" UNION ALL "),
+                    )]
+                } else {
+                    sources
+                        .iter()
+                        .map(|source| ranked(matches(source)))
+                        .collect()
+                };
+                (sqls, expr.clone().into())
             }
             Plan::Scan { terms, unspaced } => {
                 // A query with CJK can only match chunks holding CJK, and those
@@ -364,7 +423,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                     ));
                 }
                 let sql = format!(
-                    "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score
+                    "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score, e.timestamp_ms
                      FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
                      JOIN sessions s ON s.file_id = c.file_id {meta_join}
                      JOIN fts_content fc ON fc.chunk_id = c.chunk_id
@@ -372,23 +431,17 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                      ORDER BY {order} LIMIT ?2",
                     filters = filters.clause(),
                 );
-                (sql, serde_json::to_string(terms).unwrap_or_default().into())
+                (
+                    vec![sql],
+                    serde_json::to_string(terms).unwrap_or_default().into(),
+                )
             }
         };
         let mut fetch = limit * 4 + 16;
         let best: Vec<(i64, f64)> = loop {
             let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
             params.extend(filters.params.iter().cloned());
-            let rows = conn.prepare(&sql).and_then(|mut stmt| {
-                stmt.query_map(rusqlite::params_from_iter(params), |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, f64>(2)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            });
+            let rows = run_ranked(conn, &mut extra, &sqls, &params, options.sort, fetch);
             let rows = match rows {
                 Ok(rows) => rows,
                 Err(err) if options.raw => {
@@ -402,8 +455,8 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
             let mut seen = std::collections::HashSet::new();
             let best: Vec<(i64, f64)> = rows
                 .iter()
-                .filter(|(_, entry, _)| seen.insert(*entry))
-                .map(|(chunk, _, score)| (*chunk, *score))
+                .filter(|row| seen.insert(row.entry_rowid))
+                .map(|row| (row.chunk_id, row.score))
                 .take(limit)
                 .collect();
             if best.len() == limit || rows.len() < fetch {
@@ -476,6 +529,72 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         hits.push(hit);
     }
     Ok(hits)
+}
+
+/// A stage-1 row: a matching chunk, its score and timestamp.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    chunk_id: i64,
+    entry_rowid: i64,
+    score: f64,
+    timestamp_ms: Option<i64>,
+}
+
+/// Runs the stage-1 queries: `sqls[0]` on `conn`, `sqls[k]` on `extra[k-1]`
+/// in threads; merges their rows in the queries' own order (score, then
+/// newest first; or newest first for `Sort::Recent`) and keeps `fetch`.
+fn run_ranked(
+    conn: &rusqlite::Connection,
+    extra: &mut [Store],
+    sqls: &[String],
+    params: &[SqlValue],
+    sort: Sort,
+    fetch: usize,
+) -> rusqlite::Result<Vec<Ranked>> {
+    let query = |conn: &rusqlite::Connection, sql: &str| -> rusqlite::Result<Vec<Ranked>> {
+        let mut stmt = conn.prepare(sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+            Ok(Ranked {
+                chunk_id: row.get(0)?,
+                entry_rowid: row.get(1)?,
+                score: row.get(2)?,
+                timestamp_ms: row.get(3)?,
+            })
+        })?;
+        rows.collect()
+    };
+    let Some((first, rest)) = sqls.split_first() else {
+        return Ok(Vec::new());
+    };
+    if rest.is_empty() {
+        return query(conn, first);
+    }
+    let mut rows = std::thread::scope(|scope| {
+        let handles: Vec<_> = extra
+            .iter_mut()
+            .zip(rest)
+            .map(|(store, sql)| scope.spawn(move || query(store.connection(), sql)))
+            .collect();
+        let mut rows = query(conn, first)?;
+        for handle in handles {
+            match handle.join() {
+                Ok(more) => rows.extend(more?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        Ok::<_, rusqlite::Error>(rows)
+    })?;
+    let newest = |a: &Ranked, b: &Ranked| {
+        b.timestamp_ms
+            .cmp(&a.timestamp_ms)
+            .then(b.chunk_id.cmp(&a.chunk_id))
+    };
+    match sort {
+        Sort::Rank => rows.sort_by(|a, b| a.score.total_cmp(&b.score).then_with(|| newest(a, b))),
+        Sort::Recent => rows.sort_by(newest),
+    }
+    rows.truncate(fetch);
+    Ok(rows)
 }
 
 /// Control characters (newlines, tabs, terminal escapes from tool output)
@@ -584,10 +703,9 @@ fn snippets_of(
     let mut snippets = scratch.prepare(
         "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
     )?;
-    let found = snippets
+    snippets
         .query_map([expr], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect();
-    found
+        .collect()
 }
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).
@@ -668,6 +786,17 @@ mod tests {
             plan(&options("()", false)),
             Err(SearchError::Empty(_))
         ));
+    }
+
+    #[test]
+    fn filters_name_the_tables_they_read() {
+        let conditions = vec![
+            "c.kind = 'user'".to_owned(),
+            "instr(lower(mm.model), ?3) > 0".to_owned(),
+        ];
+        assert!(!mentions(&conditions, "e") && !mentions(&conditions, "s"));
+        assert!(mentions(&["(e.type = 'compaction')".to_owned()], "e"));
+        assert!(mentions(&["s.cwd = ?3".to_owned()], "s"));
     }
 
     #[test]
