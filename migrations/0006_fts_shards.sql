@@ -26,3 +26,8 @@ CREATE TABLE fts_shards(
 
 -- Chunks deleted here whose shard rows may not be deleted yet.
 CREATE TABLE fts_deletes(chunk_id INTEGER PRIMARY KEY);
+
+-- The trigram index (CJK & co., migration 0005) gets all of a commit's rows
+-- at once; with FTS5's default 1 MB buffer a commit wrote dozens of small
+-- segments and merged them (trigram text makes one token per character).
+INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 16777216);
