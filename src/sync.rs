@@ -48,7 +48,7 @@ pub struct SyncOptions {
     /// How long to wait for another sync to finish.
     pub lock_wait: Duration,
     pub max_line_bytes: usize,
-    /// Split the word index over this many files (re-indexing it when the
+    /// Split the full-text index over this many files (re-indexing it when the
     /// count changes); `None` keeps the database's count.
     pub fts_shards: Option<usize>,
 }

@@ -4,14 +4,16 @@
 //! * words: the unicode61 `fts` tables of the shard files (attached as
 //!   `fts0`, `fts1`, ...; see `store::fts`), query translated by
 //!   `search_query`, matches of all shards ranked together;
-//! * unspaced scripts (CJK, Thai, ...): the `fts_trigram` table, which holds
-//!   only chunks containing such characters (the writer decides per chunk);
+//! * unspaced scripts (CJK, Thai, ...): the shards' `fts_trigram` tables,
+//!   which hold only chunks containing such characters (the writer decides
+//!   per chunk);
 //! * `--substring`, or trigram terms shorter than 3 characters: a scan of
 //!   `fts_content` with `instr`, newest first.
 //!
 //! Ranking is bm25 times a per-kind weight, best chunk per entry, then the top
 //! `limit` get a snippet (snippets are computed for those rows only; the
-//! shards store no text, so their hits are re-tokenised in a scratch table).
+//! shards store no text, so the chosen chunks are re-tokenised in a scratch
+//! table).
 
 use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
@@ -299,13 +301,12 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     let plan = plan(options)?;
     let limit = options.limit.max(1);
     let conn = store.connection();
-    let sources = match &plan {
-        Plan::Fts { table: "fts", .. } => store
-            .attach_fts()?
-            .iter()
-            .map(|schema| format!("{schema}.fts"))
-            .collect(),
-        Plan::Fts { table, .. } => vec![table.to_string()],
+    let shards = match &plan {
+        Plan::Fts { .. } | Plan::Scan { unspaced: true, .. } => store.attach_fts()?,
+        Plan::Scan { .. } => Vec::new(),
+    };
+    let sources: Vec<String> = match &plan {
+        Plan::Fts { table, .. } => shards.iter().map(|s| format!("{s}.{table}")).collect(),
         Plan::Scan { .. } => Vec::new(),
     };
     let filters = Filters::build(options, 3)?;
@@ -350,7 +351,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     // Shards after the first are queried in parallel, each on a connection
     // of its own (several shards on one connection run one after another).
     let mut extra: Vec<Store> = Vec::new();
-    if matches!(plan, Plan::Fts { table: "fts", .. }) {
+    if matches!(plan, Plan::Fts { .. }) {
         for _ in 1..sources.len() {
             let other = Store::open_read_only(store.path())?;
             other.attach_fts()?;
@@ -412,9 +413,14 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 // A query with CJK can only match chunks holding CJK, and those
                 // are exactly the rows of fts_trigram (listed in its docsize).
                 let only = if *unspaced {
-                    "JOIN fts_trigram_docsize d ON d.id = c.chunk_id"
+                    let members = shards
+                        .iter()
+                        .map(|s| format!("SELECT id FROM {s}.fts_trigram_docsize"))
+                        .collect::<Vec<_>>()
+                        .join(" UNION ALL ");
+                    format!("JOIN ({members}) d ON d.id = c.chunk_id")
                 } else {
-                    ""
+                    String::new()
                 };
                 let mut conditions = String::new();
                 for index in 0..terms.len() {
@@ -472,9 +478,9 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     };
     // Stage 2: details and a snippet for the chosen chunks only.
     let chosen: Vec<i64> = best.iter().map(|(chunk_id, _)| *chunk_id).collect();
-    let mut shard_snippets = match &plan {
-        Plan::Fts { table: "fts", expr } => snippets_of(conn, expr, &chosen)?,
-        _ => std::collections::HashMap::new(),
+    let mut fts_snippets = match &plan {
+        Plan::Fts { table, expr } => snippets_of(conn, table, expr, &chosen)?,
+        Plan::Scan { .. } => std::collections::HashMap::new(),
     };
     let mut hits = Vec::with_capacity(best.len());
     for (chunk_id, score) in best {
@@ -507,15 +513,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         )?;
         hit.run = run_of(conn, chunk_id)?;
         hit.snippet = match &plan {
-            Plan::Fts { table: "fts", .. } => shard_snippets.remove(&chunk_id),
-            Plan::Fts { table, expr } => conn.query_row(
-                &format!(
-                    "SELECT snippet({table}, 0, char(2), char(3), '…', 24) FROM {table}
-                     WHERE {table} MATCH ?1 AND rowid = ?2"
-                ),
-                rusqlite::params![expr, chunk_id],
-                |row| row.get::<_, Option<String>>(0),
-            )?,
+            Plan::Fts { .. } => fts_snippets.remove(&chunk_id),
             Plan::Scan { terms, .. } => conn
                 .query_row(
                     "SELECT body FROM fts_content WHERE chunk_id = ?1",
@@ -682,18 +680,24 @@ fn rank_window_floor(
     Ok(floor)
 }
 
-/// Snippets for word-index hits. The shards are contentless, so the chosen
-/// chunks are indexed again in a scratch in-memory table with the same
-/// tokenizer, where FTS5's own `snippet()` marks the same matches.
+/// Snippets for FTS hits. The shards are contentless, so the chosen chunks
+/// are indexed again in a scratch in-memory table with the tokenizer of
+/// `table`, where FTS5's own `snippet()` marks the same matches.
 fn snippets_of(
     conn: &rusqlite::Connection,
+    table: &str,
     expr: &str,
     chunk_ids: &[i64],
 ) -> rusqlite::Result<std::collections::HashMap<i64, String>> {
+    let tokenize = if table == "fts_trigram" {
+        "trigram"
+    } else {
+        "unicode61 remove_diacritics 2"
+    };
     let scratch = rusqlite::Connection::open_in_memory()?;
-    scratch.execute_batch(
-        "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
-    )?;
+    scratch.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
+    ))?;
     let mut body = conn.prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?;
     let mut insert = scratch.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
     for chunk_id in chunk_ids {

@@ -15,7 +15,7 @@ pub enum SqlError {
 }
 
 /// Runs `query` and returns every row.
-/// The word-index shards are attached as `fts0`, `fts1`, ... when they
+/// The full-text shards are attached as `fts0`, `fts1`, ... when they
 /// exist; a query that does not use them runs without them.
 pub fn run(store: &Store, query: &str) -> Result<Rows, SqlError> {
     let _ = store.attach_fts();

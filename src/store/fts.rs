@@ -1,6 +1,8 @@
-//! The word index: FTS5 (`unicode61`) split over shard files next to the
-//! main database (`<db>.fts0`, `<db>.fts1`, ...), each written by its own
-//! thread during a sync and attached read-only for queries.
+//! The full-text indexes, split over shard files next to the main database
+//! (`<db>.fts0`, `<db>.fts1`, ...), each written by its own thread during a
+//! sync and attached read-only for queries. A shard holds the word index
+//! (`fts`, unicode61) of its chunks and the trigram index (`fts_trigram`) of
+//! those in scripts written without spaces.
 //!
 //! Why shards: one SQLite writer tokenises and indexes about 30 MB/s of
 //! JSONL on a 2-core machine, and FTS5 is most of a cold sync; each file has
@@ -40,17 +42,26 @@ CREATE VIRTUAL TABLE fts USING fts5(
   contentless_delete = 1,
   tokenize = 'unicode61 remove_diacritics 2'
 );
+-- Only chunks with characters of scripts written without spaces (CJK, Thai,
+-- ...), which unicode61 cannot split into words (docs/search.md).
+CREATE VIRTUAL TABLE fts_trigram USING fts5(
+  body,
+  content = '',
+  contentless_delete = 1,
+  tokenize = 'trigram'
+);
 -- FTS5 writes its in-memory buffer as a new segment whenever it exceeds
 -- `hashsize` (default 1 MB) and then spends its time merging those small
 -- segments; 16 MB per shard was as fast as 64 MB and keeps memory down.
 INSERT INTO fts(fts, rank) VALUES ('hashsize', 16777216);
+INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 16777216);
 ";
 
 /// The index text sent to the shards per message (the main writer commits
 /// every ~32 MB of input, and the catch-up sends the same amount).
 const CATCH_UP_BYTES: usize = 32 << 20;
 
-/// How the word index is split, as recorded in the main database.
+/// How the full-text index is split, as recorded in the main database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardConfig {
     pub shards: usize,
@@ -191,18 +202,12 @@ impl Store {
         Ok(())
     }
 
-    /// Checks the word index: every shard passes FTS5's `integrity-check`
-    /// and holds exactly the chunk ids up to its mark; the trigram index
-    /// matches its content. `None` when all is well.
+    /// Checks the full-text shards: both indexes of every shard pass FTS5's
+    /// `integrity-check`, the word index holds exactly the shard's chunk ids
+    /// up to its mark, and the trigram index only ids of those. `None` when
+    /// all is well.
     pub fn fts_check(&self) -> Option<String> {
         let mut found = Vec::new();
-        if let Err(err) = self.conn.execute(
-            "INSERT INTO fts_trigram(fts_trigram) VALUES('integrity-check')",
-            [],
-        ) && !is_read_only(&err)
-        {
-            found.push(format!("trigram index: {err}"));
-        }
         match self.shard_config() {
             Ok(Some(config)) => {
                 for shard in 0..config.shards {
@@ -245,10 +250,14 @@ impl Store {
             Ok(None) => return Some(format!("shard {name} belongs to another database")),
             Err(err) => return Some(format!("shard {name}: {err}")),
         };
-        if let Err(err) = conn.execute("INSERT INTO fts(fts) VALUES('integrity-check')", [])
-            && !is_read_only(&err)
-        {
-            return Some(format!("shard {name}: {err}"));
+        for table in ["fts", "fts_trigram"] {
+            if let Err(err) = conn.execute(
+                &format!("INSERT INTO {table}({table}) VALUES('integrity-check')"),
+                [],
+            ) && !is_read_only(&err)
+            {
+                return Some(format!("shard {name}, {table}: {err}"));
+            }
         }
         let ids = |conn: &Connection, sql: &str| -> rusqlite::Result<Vec<i64>> {
             conn.prepare(sql)?
@@ -267,6 +276,16 @@ impl Store {
             &conn,
             "SELECT rowid FROM fts WHERE ?1 + ?2 + ?3 IS NOT NULL ORDER BY 1",
         );
+        let strays: rusqlite::Result<i64> = conn.query_row(
+            "SELECT count(*) FROM fts_trigram_docsize WHERE id NOT IN (SELECT rowid FROM fts)",
+            [],
+            |row| row.get(0),
+        );
+        match strays {
+            Ok(0) => {}
+            Ok(n) => return Some(format!("shard {name}: {n} trigram row(s) without a chunk")),
+            Err(err) => return Some(format!("shard {name}: {err}")),
+        }
         match (want, have) {
             (Ok(want), Ok(have)) if want == have => None,
             (Ok(want), Ok(have)) => {
@@ -316,7 +335,7 @@ impl Store {
         Ok(last)
     }
 
-    /// Logs the word-index rows of `file_id`'s chunks for deletion (before
+    /// Logs the full-text rows of `file_id`'s chunks for deletion (before
     /// the chunks go) and drops those not yet sent to the shards.
     pub(super) fn delete_fts_rows(&self, file_id: i64) -> Result<()> {
         let ids: Vec<i64> = self
@@ -345,10 +364,7 @@ impl Store {
     /// After a commit: hands the committed chunks and deletions to the shard
     /// writers (waiting while they are a message behind).
     pub(super) fn dispatch_fts(&self, upto: i64) -> Result<()> {
-        let rows: Vec<(i64, String)> = std::mem::take(&mut *self.pending_fts.borrow_mut())
-            .into_iter()
-            .map(|(id, body, _)| (id, body))
-            .collect();
+        let rows = std::mem::take(&mut *self.pending_fts.borrow_mut());
         let deletes = std::mem::take(&mut *self.pending_deletes.borrow_mut());
         let mut shards = self.shards.borrow_mut();
         match shards.as_mut() {
@@ -387,7 +403,7 @@ impl Store {
             .map_err(self.err())?;
         let mut rows = chunks.query([from]).map_err(self.err())?;
         let mut text: (i64, String, String) = (0, String::new(), String::new());
-        let mut batch: Vec<(i64, String)> = Vec::new();
+        let mut batch: Vec<(i64, String, bool)> = Vec::new();
         let mut bytes = 0;
         let mut deletes = Some(deletes);
         while let Some(row) = rows.next().map_err(self.err())? {
@@ -409,7 +425,8 @@ impl Store {
             }
             let body = text.2.get(start..start + len).unwrap_or_default();
             bytes += body.len();
-            batch.push((chunk_id, body.to_owned()));
+            let trigram = crate::normalize::has_unspaced_script(body);
+            batch.push((chunk_id, body.to_owned(), trigram));
             if bytes >= CATCH_UP_BYTES {
                 let deletes = deletes.take().unwrap_or_default();
                 writers.send(std::mem::take(&mut batch), deletes, chunk_id)?;
@@ -421,10 +438,14 @@ impl Store {
     }
 }
 
+/// Rows for the shards: chunk id, text, and whether it also goes into the
+/// trigram index.
+pub(super) type FtsRow = (i64, String, bool);
+
 /// One message to a shard writer; `upto` becomes its `indexed_upto`.
 struct Work {
     deletes: Vec<i64>,
-    rows: Vec<(i64, String)>,
+    rows: Vec<FtsRow>,
     upto: i64,
 }
 
@@ -448,7 +469,7 @@ impl ShardWriters {
 
     /// Routes rows and deletions to their shards, skipping rows a shard
     /// already has. A shard that failed reports its error here.
-    fn send(&mut self, rows: Vec<(i64, String)>, deletes: Vec<i64>, upto: i64) -> Result<()> {
+    fn send(&mut self, rows: Vec<FtsRow>, deletes: Vec<i64>, upto: i64) -> Result<()> {
         let count = self.writers.len() as i64;
         let mut work: Vec<Work> = (0..count)
             .map(|_| Work {
@@ -460,10 +481,10 @@ impl ShardWriters {
         for id in deletes {
             work[id.rem_euclid(count) as usize].deletes.push(id);
         }
-        for (id, body) in rows {
-            let shard = id.rem_euclid(count) as usize;
-            if id > self.writers[shard].upto {
-                work[shard].rows.push((id, body));
+        for row in rows {
+            let shard = row.0.rem_euclid(count) as usize;
+            if row.0 > self.writers[shard].upto {
+                work[shard].rows.push(row);
             }
         }
         let mut failed = None;
@@ -655,14 +676,24 @@ fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Resul
             let mut delete = conn
                 .prepare_cached("DELETE FROM fts WHERE rowid = ?1")
                 .map_err(&err)?;
+            let mut delete_trigrams = conn
+                .prepare_cached("DELETE FROM fts_trigram WHERE rowid = ?1")
+                .map_err(&err)?;
             for id in &work.deletes {
                 delete.execute([id]).map_err(&err)?;
+                delete_trigrams.execute([id]).map_err(&err)?;
             }
             let mut insert = conn
                 .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
                 .map_err(&err)?;
-            for (id, body) in &work.rows {
+            let mut insert_trigrams = conn
+                .prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")
+                .map_err(&err)?;
+            for (id, body, trigram) in &work.rows {
                 insert.execute(params![id, body]).map_err(&err)?;
+                if *trigram {
+                    insert_trigrams.execute(params![id, body]).map_err(&err)?;
+                }
             }
         }
         conn.execute(

@@ -100,14 +100,13 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    /// Chunks of the open transaction (id, text, still to be put in the
-    /// trigram index): the shards get them after commit (`fts.rs`).
-    pending_fts: RefCell<Vec<(i64, String, bool)>>,
+    /// Chunks of the open transaction: the shards get them after commit.
+    pending_fts: RefCell<Vec<fts::FtsRow>>,
     /// Chunk ids deleted in the open transaction.
     pending_deletes: RefCell<Vec<i64>>,
     /// The next chunk id to hand out; 0 until read from the database.
     next_chunk_id: Cell<i64>,
-    /// Writer threads of the word-index shards, during a sync.
+    /// Writer threads of the full-text shards, during a sync.
     shards: RefCell<Option<fts::ShardWriters>>,
     /// Opened with `immutable=1` (read-only media).
     immutable: bool,
@@ -208,7 +207,7 @@ impl Store {
         &self.conn
     }
 
-    /// Attaches the word-index shards to this (read-only) connection and
+    /// Attaches the full-text shards to this (read-only) connection and
     /// returns their schema names (`fts0`, `fts1`, ...).
     pub fn attach_fts(&self) -> Result<Vec<String>> {
         let config = self

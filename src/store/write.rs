@@ -2,8 +2,9 @@
 //!
 //! A batch's rows and the file's new cursor are written together, inside
 //! whatever transaction is open, so any committed state is a consistent
-//! prefix of every file. FTS rows are always deleted before the content they
-//! index (FTS5 re-reads the content to delete), never after.
+//! prefix of every file. The full-text rows of new chunks are queued and go
+//! to the shards after commit; deleted chunks are logged for them first
+//! (`fts.rs`).
 
 use rusqlite::{OptionalExtension, params};
 
@@ -45,36 +46,12 @@ impl Store {
             .map_err(self.err())
     }
 
-    /// Commits the open transaction, then hands its chunks to the word-index
+    /// Commits the open transaction, then hands its chunks to the full-text
     /// shards (which commit after it; see `fts.rs`).
     pub fn commit(&self) -> Result<()> {
-        self.flush_trigrams()?;
         let upto = self.record_chunk_ids()?;
         self.conn.execute_batch("COMMIT").map_err(self.err())?;
         self.dispatch_fts(upto)
-    }
-
-    /// Inserts the queued chunks in unspaced scripts (CJK, Thai…), which
-    /// unicode61 cannot split into words, into the trigram index of this
-    /// database (docs/search.md). Queued until commit, like the shards'
-    /// rows: FTS5 flushes its buffer to a new segment whenever another
-    /// statement of the transaction opens a statement journal, and inserts
-    /// interleaved with the other rows wrote thousands of tiny segments.
-    /// Must run before any trigram delete, which may only delete rows the
-    /// index has.
-    fn flush_trigrams(&self) -> Result<()> {
-        let mut pending = self.pending_fts.borrow_mut();
-        let mut insert = self
-            .conn
-            .prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")
-            .map_err(self.err())?;
-        for (chunk_id, body, trigram) in pending.iter_mut().filter(|row| row.2) {
-            insert
-                .execute(params![*chunk_id, body.as_str()])
-                .map_err(self.err())?;
-            *trigram = false;
-        }
-        Ok(())
     }
 
     /// Applies one batch inside the open transaction.
@@ -139,12 +116,8 @@ impl Store {
     }
 
     fn delete_file_rows(&self, file_id: i64) -> Result<()> {
-        self.flush_trigrams()?;
         self.delete_fts_rows(file_id)?;
         let sql = [
-            // Only some chunks are in fts_trigram; its docsize table lists them.
-            "DELETE FROM fts_trigram WHERE rowid IN (SELECT c.chunk_id FROM chunks c
-               JOIN fts_trigram_docsize d ON d.id = c.chunk_id WHERE c.file_id = ?1)",
             "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",
             "DELETE FROM gone_hashes",
             "INSERT OR IGNORE INTO gone_hashes SELECT hash FROM images WHERE file_id = ?1",

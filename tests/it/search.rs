@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::util::{Env, fixtures, non_blank_lines};
+use crate::util::{Env, each_shard, fixtures, non_blank_lines};
 
 /// Where a token occurs in the raw files: (session id, entry id, line number).
 #[derive(Debug, Clone, PartialEq)]
@@ -291,7 +291,10 @@ fn empty_queries_and_raw_errors_are_clear() {
 fn full_resync_keeps_the_trigram_index_consistent() {
     let env = Env::with_fixture("sessions");
     env.sync();
-    let count = "SELECT count(*) FROM fts_trigram_docsize";
+    let count = &format!(
+        "SELECT count(*) FROM {}",
+        each_shard(&env.db, "SELECT id FROM {shard}.fts_trigram_docsize")
+    );
     let before = env.count(count);
     assert!(before > 0);
     let root = env.root.to_string_lossy().into_owned();

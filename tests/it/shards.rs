@@ -40,6 +40,7 @@ const QUERIES: &[&str] = &[
     "bench*",
     "the",
     "read",
+    "桜餅テスト",
 ];
 
 #[test]
@@ -135,6 +136,10 @@ fn a_schema_5_database_is_upgraded_in_place() {
          CREATE VIRTUAL TABLE fts USING fts5(body, content = 'fts_content',
            content_rowid = 'chunk_id', tokenize = 'unicode61 remove_diacritics 2');
          INSERT INTO fts(fts) VALUES ('rebuild');
+         CREATE VIRTUAL TABLE fts_trigram USING fts5(body, content = 'fts_content',
+           content_rowid = 'chunk_id', tokenize = 'trigram');
+         INSERT INTO fts_trigram(rowid, body) SELECT chunk_id, body FROM fts_content
+          WHERE body GLOB '*[぀-ヿ一-鿿]*';
          PRAGMA user_version = 5;",
     );
     let out = env.run(&["search", "session"]);
@@ -145,7 +150,7 @@ fn a_schema_5_database_is_upgraded_in_place() {
     assert_eq!(summary["entries_added"], 0);
     assert_eq!(env.count("PRAGMA user_version"), 6);
     assert_eq!(
-        env.count("SELECT count(*) FROM sqlite_master WHERE name = 'fts'"),
+        env.count("SELECT count(*) FROM sqlite_master WHERE name IN ('fts', 'fts_trigram')"),
         0
     );
     fts_integrity(&env.db);

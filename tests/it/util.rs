@@ -198,24 +198,29 @@ pub fn shard_paths(db: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// A subquery of the chunk ids whose text matches an FTS5 expression, in
-/// every shard (for `piidx sql`, which attaches them as fts0, fts1, ...).
-pub fn fts_match(db: &Path, expr: &str) -> String {
+/// `select` (with `{shard}` for the schema name) over every shard, as one
+/// parenthesised UNION ALL, for `piidx sql` (which attaches the shards as
+/// fts0, fts1, ...).
+pub fn each_shard(db: &Path, select: &str) -> String {
     let arms: Vec<String> = (0..shard_paths(db).len())
-        .map(|k| format!("SELECT rowid FROM fts{k}.fts WHERE fts MATCH '{expr}'"))
+        .map(|k| select.replace("{shard}", &format!("fts{k}")))
         .collect();
     format!("({})", arms.join(" UNION ALL "))
 }
 
-/// FTS5's own integrity check on every shard and on the trigram index, and
-/// each shard holds exactly the chunk ids `id % shards == k`.
+/// A subquery of the chunk ids whose text matches an FTS5 expression.
+pub fn fts_match(db: &Path, expr: &str) -> String {
+    each_shard(
+        db,
+        &format!("SELECT rowid FROM {{shard}}.fts WHERE fts MATCH '{expr}'"),
+    )
+}
+
+/// FTS5's own integrity check on both indexes of every shard; each shard's
+/// word index holds exactly the chunk ids `id % shards == k`, and its
+/// trigram index only some of those.
 pub fn fts_integrity(db: &Path) {
     let conn = rusqlite::Connection::open(db).expect("open db");
-    conn.execute(
-        "INSERT INTO fts_trigram(fts_trigram) VALUES('integrity-check')",
-        [],
-    )
-    .expect("trigram index is sound");
     let chunk_ids: Vec<i64> = conn
         .prepare("SELECT chunk_id FROM chunks ORDER BY 1")
         .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
@@ -223,9 +228,22 @@ pub fn fts_integrity(db: &Path) {
     let shards = shard_paths(db);
     for (k, path) in shards.iter().enumerate() {
         let shard = rusqlite::Connection::open(path).expect("open shard");
-        shard
-            .execute("INSERT INTO fts(fts) VALUES('integrity-check')", [])
-            .expect("shard index is sound");
+        for table in ["fts", "fts_trigram"] {
+            shard
+                .execute(
+                    &format!("INSERT INTO {table}({table}) VALUES('integrity-check')"),
+                    [],
+                )
+                .expect("shard index is sound");
+        }
+        let strays: i64 = shard
+            .query_row(
+                "SELECT count(*) FROM fts_trigram_docsize WHERE id NOT IN (SELECT rowid FROM fts)",
+                [],
+                |row| row.get(0),
+            )
+            .expect("trigram ids");
+        assert_eq!(strays, 0, "trigram rows without a chunk");
         let have: Vec<i64> = shard
             .prepare("SELECT rowid FROM fts ORDER BY 1")
             .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
