@@ -8,6 +8,7 @@
 //! is committed when the process dies is a consistent prefix.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,7 +158,7 @@ struct Plan {
 
 fn plan(
     options: &SyncOptions,
-    states: &HashMap<PathBuf, FileState>,
+    states: &HashMap<OsString, FileState>,
     discovery: Discovery,
     report: &mut SyncReport,
 ) -> Plan {
@@ -165,8 +166,8 @@ fn plan(
     let mut bytes_to_read = 0;
     let mut seen = HashSet::new();
     for target in discovery.files {
-        seen.insert(target.path.clone());
-        let state = states.get(&target.path);
+        seen.insert(target.path.as_os_str().to_owned());
+        let state = states.get(target.path.as_os_str());
         match start_for(options, state, &target) {
             Some(start) => {
                 let from = match &start {
@@ -180,8 +181,8 @@ fn plan(
         }
     }
     for unusable in discovery.unusable {
-        seen.insert(unusable.target.path.clone());
-        let state = states.get(&unusable.target.path);
+        seen.insert(unusable.target.path.as_os_str().to_owned());
+        let state = states.get(unusable.target.path.as_os_str());
         if state
             .is_some_and(|state| state.status == "skipped" && same_stat(state, &unusable.target))
         {
@@ -202,7 +203,9 @@ fn plan(
         .collect();
     let mut removals: Vec<i64> = states
         .values()
-        .filter(|state| synced_roots.contains(&state.root) && !seen.contains(&state.path))
+        .filter(|state| {
+            synced_roots.contains(&state.root) && !seen.contains(state.path.as_os_str())
+        })
         .filter(|state| options.prune || state.status != "deleted")
         .map(|state| state.file_id)
         .collect();

@@ -1,6 +1,7 @@
 //! What the database remembers about each file, for planning a sync.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use rusqlite::Row;
@@ -27,8 +28,10 @@ pub struct FileState {
 }
 
 impl Store {
-    /// Every file the database knows, by path.
-    pub fn file_states(&self) -> Result<HashMap<PathBuf, FileState>> {
+    /// Every file the database knows, by path. Keyed by the path's bytes:
+    /// `Path`'s own `Hash`/`Eq` walk components, which was a third of a
+    /// no-change sync over 10,000 files.
+    pub fn file_states(&self) -> Result<HashMap<OsString, FileState>> {
         let mut stmt = self
             .conn
             .prepare(
@@ -43,7 +46,7 @@ impl Store {
         let mut states = HashMap::new();
         for row in rows {
             let state = row.map_err(self.err())?;
-            states.insert(state.path.clone(), state);
+            states.insert(state.path.clone().into_os_string(), state);
         }
         Ok(states)
     }
