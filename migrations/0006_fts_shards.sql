@@ -1,4 +1,4 @@
--- piidx schema 6: the full-text indexes move out of this file into shard files.
+-- piidx schema 6: the word index moves out of this file into shard files.
 --
 -- One SQLite writer indexes about 30 MB/s of JSONL on a 2-core machine, and
 -- FTS5 is most of a cold sync; separate database files have separate
@@ -27,8 +27,7 @@ CREATE TABLE fts_shards(
 -- Chunks deleted here whose shard rows may not be deleted yet.
 CREATE TABLE fts_deletes(chunk_id INTEGER PRIMARY KEY);
 
--- The trigram index of migration 0005 (chunks in scripts written without
--- spaces: CJK, Thai, ...) moves to the shards too: trigram indexing costs
--- about six times as much per byte as unicode61, so for a user who writes
--- in those scripts it was the single-threaded part of every sync.
-DROP TABLE fts_trigram;
+-- The trigram index (CJK & co., migration 0005) gets all of a commit's rows
+-- at once; with FTS5's default 1 MB buffer a commit wrote dozens of small
+-- segments and merged them (trigram text makes one token per character).
+INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 16777216);

@@ -29,6 +29,11 @@ use super::{Result, Store, StoreError, sqlite_error, uri_path, with_suffix};
 /// `PRAGMA application_id` of shard files ("piis").
 const SHARD_APPLICATION_ID: i64 = 0x7069_6973;
 
+/// `PRAGMA user_version` of shard files with this layout; a shard of
+/// another version is replaced and indexed again. Version 1 had no
+/// `fts_trigram`.
+const SHARD_VERSION: i64 = 2;
+
 const SHARD_SCHEMA: &str = "
 CREATE TABLE shard(
   db_id        TEXT NOT NULL,    -- fts_shards.db_id of the main database
@@ -84,7 +89,7 @@ pub fn default_shards() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
 }
 
-/// Deletes a shard file with its `-wal` and `-shm`.
+/// Deletes a shard file with its `-journal` (and a `-wal` or `-shm`).
 fn remove_shard_file(path: &Path) -> std::io::Result<()> {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         match std::fs::remove_file(with_suffix(path, suffix)) {
@@ -403,7 +408,7 @@ impl Store {
             .map_err(self.err())?;
         let mut rows = chunks.query([from]).map_err(self.err())?;
         let mut text: (i64, String, String) = (0, String::new(), String::new());
-        let mut batch: Vec<(i64, String, bool)> = Vec::new();
+        let mut batch: Vec<FtsRow> = Vec::new();
         let mut bytes = 0;
         let mut deletes = Some(deletes);
         while let Some(row) = rows.next().map_err(self.err())? {
@@ -423,7 +428,10 @@ impl Store {
                     .flatten();
                 text = (entry_rowid, json_path, value.unwrap_or_default());
             }
-            let body = text.2.get(start..start + len).unwrap_or_default();
+            let body = text
+                .2
+                .get(start..start.saturating_add(len))
+                .unwrap_or_default();
             bytes += body.len();
             let trigram = crate::normalize::has_unspaced_script(body);
             batch.push((chunk_id, body.to_owned(), trigram));
@@ -611,7 +619,7 @@ fn open_shard_for_writing(
     configure_shard(&conn, path)?;
     conn.execute_batch(&format!(
         "BEGIN IMMEDIATE; {SHARD_SCHEMA}
-         PRAGMA application_id = {SHARD_APPLICATION_ID}; PRAGMA user_version = 1;"
+         PRAGMA application_id = {SHARD_APPLICATION_ID}; PRAGMA user_version = {SHARD_VERSION};"
     ))
     .map_err(&err)?;
     conn.execute(
@@ -623,7 +631,8 @@ fn open_shard_for_writing(
     Ok((conn, 0))
 }
 
-/// The shard's `indexed_upto` if the file at `path` belongs to `config`.
+/// The shard's `indexed_upto` if the file at `path` belongs to `config`
+/// and has this layout.
 fn read_mark(path: &Path, shard: usize, config: &ShardConfig) -> Result<Option<i64>> {
     let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
         .map_err(sqlite_error(path))?;
@@ -636,7 +645,8 @@ fn shard_mark(
     config: &ShardConfig,
 ) -> rusqlite::Result<Option<i64>> {
     let app: i64 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
-    if app != SHARD_APPLICATION_ID {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if app != SHARD_APPLICATION_ID || version != SHARD_VERSION {
         return Ok(None);
     }
     conn.query_row(
@@ -736,7 +746,10 @@ pub fn attach_shards(
             )
             .optional()
             .map_err(|_| missing())?;
-        if belongs.is_none() {
+        let version: i64 = conn
+            .query_row(&format!("PRAGMA {name}.user_version"), [], |row| row.get(0))
+            .map_err(|_| missing())?;
+        if belongs.is_none() || version != SHARD_VERSION {
             return Err(missing());
         }
         names.push(name);

@@ -84,7 +84,7 @@ pub enum StoreError {
     #[error("full-text shard {path}: {message}")]
     Shard { path: PathBuf, message: String },
     #[error(
-        "the full-text shard {path} is missing or belongs to another database; run `piidx sync` to rebuild it"
+        "the full-text shard {path} is missing, out of date or belongs to another database; run `piidx sync` to rebuild it"
     )]
     ShardMissing { path: PathBuf },
     #[error("{path}: {source}")]

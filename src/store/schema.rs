@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0004_usage.sql"),
     include_str!("../../migrations/0005_search.sql"),
     include_str!("../../migrations/0006_fts_shards.sql"),
+    include_str!("../../migrations/0007_trigram_shards.sql"),
 ];
 
 /// The schema version this build writes.

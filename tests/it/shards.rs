@@ -1,7 +1,8 @@
 //! The word index's shard files: a shard that is behind, missing or holds
 //! rows it should not is repaired by the next sync; changing the shard count
 //! re-indexes without changing what search finds; a schema-5 database (one
-//! FTS table inside the main file) is upgraded in place.
+//! FTS table inside the main file) and a schema-6 one (the trigram index
+//! still inside it, shards without one) are upgraded in place.
 
 use std::collections::BTreeSet;
 
@@ -148,7 +149,7 @@ fn a_schema_5_database_is_upgraded_in_place() {
 
     let summary = env.sync();
     assert_eq!(summary["entries_added"], 0);
-    assert_eq!(env.count("PRAGMA user_version"), 6);
+    assert_eq!(env.count("PRAGMA user_version"), 7);
     assert_eq!(
         env.count("SELECT count(*) FROM sqlite_master WHERE name IN ('fts', 'fts_trigram')"),
         0
@@ -157,6 +158,48 @@ fn a_schema_5_database_is_upgraded_in_place() {
     let mut upgraded = canonical_dump(&env.db);
     let mut fresh = fresh;
     // The new tables are configuration (a random db_id), not index content.
+    upgraded.retain(|row| !row.starts_with("fts_shards|"));
+    fresh.retain(|row| !row.starts_with("fts_shards|"));
+    assert_eq!(upgraded, fresh);
+    assert_eq!(
+        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
+        expected
+    );
+}
+
+#[test]
+fn a_schema_6_database_is_upgraded_in_place() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let fresh = canonical_dump(&env.db);
+    let expected: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    // Schema 6: the trigram index inside the main file, version-1 shards
+    // holding only the word index.
+    db_sql(
+        &env.db,
+        "CREATE VIRTUAL TABLE fts_trigram USING fts5(body, content = 'fts_content',
+           content_rowid = 'chunk_id', tokenize = 'trigram');
+         INSERT INTO fts_trigram(rowid, body) SELECT chunk_id, body FROM fts_content
+          WHERE body GLOB '*[぀-ヿ一-鿿]*';
+         PRAGMA user_version = 6;",
+    );
+    for shard in shard_paths(&env.db) {
+        db_sql(&shard, "DROP TABLE fts_trigram; PRAGMA user_version = 1;");
+    }
+    let out = env.run(&["search", "session"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `piidx sync` to upgrade"));
+
+    let summary = env.sync();
+    assert_eq!(summary["entries_added"], 0);
+    assert_eq!(env.count("PRAGMA user_version"), 7);
+    assert_eq!(
+        env.count("SELECT count(*) FROM sqlite_master WHERE name = 'fts_trigram'"),
+        0
+    );
+    fts_integrity(&env.db);
+    let mut upgraded = canonical_dump(&env.db);
+    let mut fresh = fresh;
     upgraded.retain(|row| !row.starts_with("fts_shards|"));
     fresh.retain(|row| !row.starts_with("fts_shards|"));
     assert_eq!(upgraded, fresh);

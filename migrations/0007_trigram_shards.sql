@@ -1,0 +1,11 @@
+-- piidx schema 7: the trigram index moves into the shard files too.
+--
+-- The trigram index of migration 0005 (chunks in scripts written without
+-- spaces: CJK, Thai, ...) was still written by the main writer, after every
+-- commit: trigram indexing costs about six times as much per byte as
+-- unicode61, so for a user who writes in those scripts it was the
+-- single-threaded part of every sync (3-5 s per GB on the benchmark corpus,
+-- whose 438 such chunks are source files with some CJK). Each shard now has
+-- an `fts_trigram` table for its own chunks; shard files of version 1 lack
+-- it and are rebuilt from `chunks` by the sync that runs this migration.
+DROP TABLE fts_trigram;
