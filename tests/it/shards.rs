@@ -121,12 +121,59 @@ fn changing_the_shard_count_reindexes_and_search_finds_the_same() {
     );
 }
 
-#[test]
-fn a_schema_5_database_is_upgraded_in_place() {
+/// What the index of `sessions` answers before an old schema is faked.
+struct Before {
+    env: Env,
+    fresh: Vec<String>,
+    hits: Vec<BTreeSet<(String, String)>>,
+}
+
+fn synced_sessions() -> Before {
     let env = Env::with_fixture("sessions");
     env.sync();
     let fresh = canonical_dump(&env.db);
-    let expected: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    let hits = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    Before { env, fresh, hits }
+}
+
+/// An old-schema database is refused by queries until `sync` upgrades it in
+/// place: nothing re-read, `gone` tables dropped from the main file, and the
+/// same rows and answers as before.
+fn assert_upgraded_in_place(before: Before, gone: &str) {
+    let Before {
+        env,
+        mut fresh,
+        hits: expected,
+    } = before;
+    let out = env.run(&["search", "session"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `piidx sync` to upgrade"));
+
+    let summary = env.sync();
+    assert_eq!(summary["entries_added"], 0);
+    assert_eq!(env.count("PRAGMA user_version"), 7);
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ({gone})"
+        )),
+        0
+    );
+    fts_integrity(&env.db);
+    let mut upgraded = canonical_dump(&env.db);
+    // `fts_shards` is configuration (a random db_id), not index content.
+    upgraded.retain(|row| !row.starts_with("fts_shards|"));
+    fresh.retain(|row| !row.starts_with("fts_shards|"));
+    assert_eq!(upgraded, fresh);
+    assert_eq!(
+        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
+        expected
+    );
+}
+
+#[test]
+fn a_schema_5_database_is_upgraded_in_place() {
+    let before = synced_sessions();
+    let env = &before.env;
     // Schema 5 as 0001-0005 left it: the word index inside the main file.
     for shard in shard_paths(&env.db) {
         std::fs::remove_file(shard).expect("remove shard");
@@ -143,36 +190,13 @@ fn a_schema_5_database_is_upgraded_in_place() {
           WHERE body GLOB '*[぀-ヿ一-鿿]*';
          PRAGMA user_version = 5;",
     );
-    let out = env.run(&["search", "session"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("run `piidx sync` to upgrade"));
-
-    let summary = env.sync();
-    assert_eq!(summary["entries_added"], 0);
-    assert_eq!(env.count("PRAGMA user_version"), 7);
-    assert_eq!(
-        env.count("SELECT count(*) FROM sqlite_master WHERE name IN ('fts', 'fts_trigram')"),
-        0
-    );
-    fts_integrity(&env.db);
-    let mut upgraded = canonical_dump(&env.db);
-    let mut fresh = fresh;
-    // The new tables are configuration (a random db_id), not index content.
-    upgraded.retain(|row| !row.starts_with("fts_shards|"));
-    fresh.retain(|row| !row.starts_with("fts_shards|"));
-    assert_eq!(upgraded, fresh);
-    assert_eq!(
-        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
-        expected
-    );
+    assert_upgraded_in_place(before, "'fts', 'fts_trigram'");
 }
 
 #[test]
 fn a_schema_6_database_is_upgraded_in_place() {
-    let env = Env::with_fixture("sessions");
-    env.sync();
-    let fresh = canonical_dump(&env.db);
-    let expected: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    let before = synced_sessions();
+    let env = &before.env;
     // Schema 6: the trigram index inside the main file, version-1 shards
     // holding only the word index.
     db_sql(
@@ -186,25 +210,5 @@ fn a_schema_6_database_is_upgraded_in_place() {
     for shard in shard_paths(&env.db) {
         db_sql(&shard, "DROP TABLE fts_trigram; PRAGMA user_version = 1;");
     }
-    let out = env.run(&["search", "session"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("run `piidx sync` to upgrade"));
-
-    let summary = env.sync();
-    assert_eq!(summary["entries_added"], 0);
-    assert_eq!(env.count("PRAGMA user_version"), 7);
-    assert_eq!(
-        env.count("SELECT count(*) FROM sqlite_master WHERE name = 'fts_trigram'"),
-        0
-    );
-    fts_integrity(&env.db);
-    let mut upgraded = canonical_dump(&env.db);
-    let mut fresh = fresh;
-    upgraded.retain(|row| !row.starts_with("fts_shards|"));
-    fresh.retain(|row| !row.starts_with("fts_shards|"));
-    assert_eq!(upgraded, fresh);
-    assert_eq!(
-        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
-        expected
-    );
+    assert_upgraded_in_place(before, "'fts_trigram'");
 }
