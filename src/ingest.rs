@@ -14,8 +14,9 @@ use crate::parse::{self, ParsedLine};
 use crate::read::{Fingerprint, Line, LineReader};
 
 /// Bump when extraction changes: files indexed by an older parser are
-/// re-indexed automatically on the next sync.
-pub const PARSER_VERSION: i64 = 1;
+/// re-indexed automatically on the next sync. 2: an `id` or `parentId` of
+/// `""` counts as missing.
+pub const PARSER_VERSION: i64 = 2;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;

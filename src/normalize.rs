@@ -300,8 +300,12 @@ fn identity(object: &Value, ctx: &EntryContext) -> (String, Option<String>, bool
         let id = format!("v1-{}{suffix}", ctx.line_no);
         return (id, ctx.previous_entry_id.clone(), true);
     }
-    let parent = str_field(object, "parentId");
-    match str_field(object, "id") {
+    // An empty string is no id: Pi tests ids and parents for truthiness (a
+    // `""` parent ends a branch walk, a `""` leaf falls back to the last
+    // entry), so it behaves like a missing one there too.
+    let non_empty = |key| str_field(object, key).filter(|value| !value.is_empty());
+    let parent = non_empty("parentId");
+    match non_empty("id") {
         Some(id) => (id, parent, false),
         None => (format!("L{}{suffix}", ctx.line_no), parent, true),
     }
@@ -850,6 +854,14 @@ mod tests {
             legacy_v1: false,
             previous_entry_id: None,
         }
+    }
+
+    #[test]
+    fn empty_ids_are_missing_ids() {
+        let entry = entry(json!({"type":"label","id":"","parentId":""}), &ctx());
+        assert_eq!(entry.entry_id, "L2");
+        assert!(entry.synthetic_id);
+        assert_eq!(entry.parent_id, None);
     }
 
     #[test]
