@@ -133,11 +133,19 @@ impl Store {
                 stmt.execute([]).map_err(self.err())?;
             }
         }
+        let gone_session: Option<String> = self
+            .conn
+            .prepare_cached("SELECT session_id FROM sessions WHERE file_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([file_id], |row| row.get(0)).optional())
+            .map_err(self.err())?;
         for table in FILE_TABLES {
             self.conn
                 .prepare_cached(&format!("DELETE FROM {table} WHERE file_id = ?1"))
                 .and_then(|mut stmt| stmt.execute([file_id]))
                 .map_err(self.err())?;
+        }
+        if let Some(session_id) = gone_session {
+            self.relink_children(&session_id)?;
         }
         Ok(())
     }
@@ -226,9 +234,26 @@ impl Store {
             })
             .map_err(self.err())?;
         // Link this session to its parent, and any children to it, whichever
-        // was indexed first. An exact path match wins; otherwise the trailing
-        // `<cwd-dir>/<file>.jsonl` must match (trees indexed from a copy).
-        let parent_tail = header.parent_session.as_deref().and_then(path_tail);
+        // was indexed first.
+        self.link_to_parent(file_id, header.parent_session.as_deref())?;
+        let own_tail = path_tail(&path);
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET parent_session_id = ?3
+                 WHERE file_id <> ?1 AND (parent_session = ?2
+                     OR (parent_session_id IS NULL AND ?4 IS NOT NULL
+                         AND substr(parent_session, -length(?4)) = ?4))",
+            )
+            .and_then(|mut stmt| stmt.execute(params![file_id, path, header.session_id, own_tail]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Sets a session's `parent_session_id` from its header's
+    /// `parentSession`: an exact path match wins; otherwise the trailing
+    /// `<cwd-dir>/<file>.jsonl` must match (trees indexed from a copy).
+    fn link_to_parent(&self, file_id: i64, parent_session: Option<&str>) -> Result<()> {
+        let parent_tail = parent_session.and_then(path_tail);
         self.conn
             .prepare_cached(
                 "UPDATE sessions SET parent_session_id = coalesce(
@@ -241,16 +266,26 @@ impl Store {
             )
             .and_then(|mut stmt| stmt.execute(params![file_id, parent_tail]))
             .map_err(self.err())?;
-        let own_tail = path_tail(&path);
-        self.conn
+        Ok(())
+    }
+
+    /// The children of a session that just lost its rows point elsewhere,
+    /// or nowhere, as a fresh sync without it would have them (a rewrite
+    /// of the parent links them again when its header comes back).
+    fn relink_children(&self, session_id: &str) -> Result<()> {
+        let children: Vec<(i64, Option<String>)> = self
+            .conn
             .prepare_cached(
-                "UPDATE sessions SET parent_session_id = ?3
-                 WHERE file_id <> ?1 AND (parent_session = ?2
-                     OR (parent_session_id IS NULL AND ?4 IS NOT NULL
-                         AND substr(parent_session, -length(?4)) = ?4))",
+                "SELECT file_id, parent_session FROM sessions WHERE parent_session_id = ?1",
             )
-            .and_then(|mut stmt| stmt.execute(params![file_id, path, header.session_id, own_tail]))
+            .and_then(|mut stmt| {
+                stmt.query_map([session_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect()
+            })
             .map_err(self.err())?;
+        for (child, parent_session) in children {
+            self.link_to_parent(child, parent_session.as_deref())?;
+        }
         Ok(())
     }
 
