@@ -340,23 +340,17 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     };
     // bm25 costs ~1 µs per matching chunk, so a stop-word-like query (most
     // chunks match) took 100s of ms. Such queries rank only their newest
-    // RANK_WINDOW matches (FTS5 applies a rowid range before scoring); if
-    // the window yields fewer hits than asked for, everything is ranked.
-    let mut floor = match (&plan, options.sort) {
-        (Plan::Fts { table, expr }, Sort::Rank) if !options.raw => {
-            rank_window_floor(conn, &sources, table, expr)?
-        }
-        _ => None,
-    };
+    // RANK_WINDOW matches, each shard its share (FTS5 applies a rowid range
+    // before scoring); if the window yields fewer hits than asked for,
+    // everything is ranked.
+    let mut windowed =
+        options.sort == Sort::Rank && !options.raw && matches!(plan, Plan::Fts { .. });
     // Shards after the first are queried in parallel, each on a connection
-    // of its own (several shards on one connection run one after another).
-    let mut extra: Vec<Store> = Vec::new();
+    // of its own (several shards on one connection run one after another),
+    // opened by its thread while this one queries the first shard.
+    let mut extra: Vec<Option<Store>> = Vec::new();
     if matches!(plan, Plan::Fts { .. }) {
-        for _ in 1..sources.len() {
-            let other = Store::open_read_only(store.path())?;
-            other.attach_fts()?;
-            extra.push(other);
-        }
+        extra.resize_with(sources.len().saturating_sub(1), || None);
     }
     let best: Vec<(i64, f64)> = loop {
         // Stage 1 ranks chunks without touching their text (no GROUP BY: one
@@ -368,7 +362,18 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         };
         let (sqls, first): (Vec<String>, SqlValue) = match &plan {
             Plan::Fts { table, expr } => {
-                let window = floor.map_or(String::new(), |floor| format!(" AND rowid >= {floor}"));
+                let window = |source: &String| {
+                    if !windowed {
+                        return String::new();
+                    }
+                    // The lowest rowid of this shard's newest matches (chunks
+                    // are spread evenly over the shards); all when fewer.
+                    let share = RANK_WINDOW / sources.len().max(1) as i64;
+                    format!(
+                        " AND rowid >= coalesce((SELECT rowid FROM {source} WHERE {table} MATCH ?1
+                           ORDER BY rowid DESC LIMIT 1 OFFSET {share}), 0)"
+                    )
+                };
                 let rank = if options.sort == Sort::Rank {
                     format!("bm25({table})")
                 } else {
@@ -376,7 +381,8 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 };
                 let matches = |source: &String| {
                     format!(
-                        "SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{window}"
+                        "SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{}",
+                        window(source)
                     )
                 };
                 // Materialized: bm25() must run in the FTS query itself.
@@ -447,16 +453,16 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         let best: Vec<(i64, f64)> = loop {
             let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
             params.extend(filters.params.iter().cloned());
-            let rows = run_ranked(conn, &mut extra, &sqls, &params, options.sort, fetch);
+            let rows = run_ranked(store, &mut extra, &sqls, &params, options.sort, fetch);
             let rows = match rows {
                 Ok(rows) => rows,
-                Err(err) if options.raw => {
+                Err(SearchError::Sqlite(err)) if options.raw => {
                     return Err(SearchError::RawSyntax {
                         query: options.query.clone(),
                         message: err.to_string(),
                     });
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(err),
             };
             let mut seen = std::collections::HashSet::new();
             let best: Vec<(i64, f64)> = rows
@@ -470,8 +476,8 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
             }
             fetch *= 4;
         };
-        if floor.is_some() && best.len() < limit {
-            floor = None;
+        if windowed && best.len() < limit {
+            windowed = false;
             continue;
         }
         break best;
@@ -482,44 +488,38 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         Plan::Fts { table, expr } => snippets_of(conn, table, expr, &chosen)?,
         Plan::Scan { .. } => std::collections::HashMap::new(),
     };
+    let mut details = conn.prepare(&format!(
+        "SELECT {HIT_COLUMNS} FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+         JOIN sessions s ON s.file_id = c.file_id WHERE c.chunk_id = ?1"
+    ))?;
     let mut hits = Vec::with_capacity(best.len());
     for (chunk_id, score) in best {
-        let mut hit = conn.query_row(
-            &format!(
-                "SELECT {HIT_COLUMNS} FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
-                 JOIN sessions s ON s.file_id = c.file_id WHERE c.chunk_id = ?1"
-            ),
-            [chunk_id],
-            |row| {
-                Ok(Hit {
-                    session_id: row.get(0)?,
-                    session_path: row.get(1)?,
-                    session_name: row.get(2)?,
-                    first_message: row.get(3)?,
-                    cwd: row.get(4)?,
-                    entry_id: row.get(5)?,
-                    role: row.get(6)?,
-                    entry_type: row.get(7)?,
-                    timestamp: row.get::<_, Option<i64>>(8)?.map(format_iso_ms),
-                    tool_name: row.get(9)?,
-                    json_path: row.get(10)?,
-                    line_no: row.get(11)?,
-                    chunk_id: row.get(12)?,
-                    score,
-                    snippet: String::new(),
-                    run: None,
-                })
-            },
-        )?;
+        let mut hit = details.query_row([chunk_id], |row| {
+            Ok(Hit {
+                session_id: row.get(0)?,
+                session_path: row.get(1)?,
+                session_name: row.get(2)?,
+                first_message: row.get(3)?,
+                cwd: row.get(4)?,
+                entry_id: row.get(5)?,
+                role: row.get(6)?,
+                entry_type: row.get(7)?,
+                timestamp: row.get::<_, Option<i64>>(8)?.map(format_iso_ms),
+                tool_name: row.get(9)?,
+                json_path: row.get(10)?,
+                line_no: row.get(11)?,
+                chunk_id: row.get(12)?,
+                score,
+                snippet: String::new(),
+                run: None,
+            })
+        })?;
         hit.run = run_of(conn, chunk_id)?;
         hit.snippet = match &plan {
             Plan::Fts { .. } => fts_snippets.remove(&chunk_id),
             Plan::Scan { terms, .. } => conn
-                .query_row(
-                    "SELECT body FROM fts_content WHERE chunk_id = ?1",
-                    [chunk_id],
-                    |row| row.get::<_, Option<String>>(0),
-                )?
+                .prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
+                .query_row([chunk_id], |row| row.get::<_, Option<String>>(0))?
                 .map(|body| scan_snippet(&body, terms)),
         }
         .map(|snippet| clean_snippet(&snippet))
@@ -538,17 +538,19 @@ struct Ranked {
     timestamp_ms: Option<i64>,
 }
 
-/// Runs the stage-1 queries: `sqls[0]` on `conn`, `sqls[k]` on `extra[k-1]`
-/// in threads; merges their rows in the queries' own order (score, then
-/// newest first; or newest first for `Sort::Recent`) and keeps `fetch`.
+/// Runs the stage-1 queries: `sqls[0]` on `store`, `sqls[k]` on `extra[k-1]`
+/// (opened on first use) in threads; merges their rows in the queries' own
+/// order (score, then newest first; or newest first for `Sort::Recent`) and
+/// keeps `fetch`.
 fn run_ranked(
-    conn: &rusqlite::Connection,
-    extra: &mut [Store],
+    store: &Store,
+    extra: &mut [Option<Store>],
     sqls: &[String],
     params: &[SqlValue],
     sort: Sort,
     fetch: usize,
-) -> rusqlite::Result<Vec<Ranked>> {
+) -> Result<Vec<Ranked>, SearchError> {
+    let conn = store.connection();
     let query = |conn: &rusqlite::Connection, sql: &str| -> rusqlite::Result<Vec<Ranked>> {
         let mut stmt = conn.prepare(sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
@@ -565,13 +567,26 @@ fn run_ranked(
         return Ok(Vec::new());
     };
     if rest.is_empty() {
-        return query(conn, first);
+        return Ok(query(conn, first)?);
     }
+    let path = store.path();
     let mut rows = std::thread::scope(|scope| {
         let handles: Vec<_> = extra
             .iter_mut()
             .zip(rest)
-            .map(|(store, sql)| scope.spawn(move || query(store.connection(), sql)))
+            .map(|(slot, sql)| {
+                scope.spawn(move || -> Result<Vec<Ranked>, SearchError> {
+                    let other = match slot {
+                        Some(other) => other,
+                        None => {
+                            let other = Store::open_read_only(path)?;
+                            other.attach_fts()?;
+                            slot.insert(other)
+                        }
+                    };
+                    Ok(query(other.connection(), sql)?)
+                })
+            })
             .collect();
         let mut rows = query(conn, first)?;
         for handle in handles {
@@ -580,7 +595,7 @@ fn run_ranked(
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        Ok::<_, rusqlite::Error>(rows)
+        Ok::<_, SearchError>(rows)
     })?;
     let newest = |a: &Ranked, b: &Ranked| {
         b.timestamp_ms
@@ -652,34 +667,6 @@ fn scan_snippet(body: &str, terms: &[String]) -> String {
 /// Matches beyond which a ranked query scores only the newest ones.
 pub const RANK_WINDOW: i64 = 5_000;
 
-/// The lowest rowid of (about) the newest `RANK_WINDOW` matches, or `None`
-/// when the query matches fewer chunks (then all are ranked). Chunks are
-/// spread evenly over the shards, so each contributes its share.
-fn rank_window_floor(
-    conn: &rusqlite::Connection,
-    sources: &[String],
-    table: &str,
-    expr: &str,
-) -> rusqlite::Result<Option<i64>> {
-    use rusqlite::OptionalExtension;
-    let share = RANK_WINDOW / sources.len().max(1) as i64;
-    let mut floor: Option<i64> = None;
-    for source in sources {
-        let found: Option<i64> = conn
-            .query_row(
-                &format!("SELECT rowid FROM {source} WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET {share}"),
-                [expr],
-                |row| row.get(0),
-            )
-            .optional()?;
-        match found {
-            Some(rowid) => floor = Some(floor.map_or(rowid, |f| f.min(rowid))),
-            None => return Ok(None),
-        }
-    }
-    Ok(floor)
-}
-
 /// Snippets for FTS hits. The shards are contentless, so the chosen chunks
 /// are indexed again in a scratch in-memory table with the tokenizer of
 /// `table`, where FTS5's own `snippet()` marks the same matches.
@@ -715,21 +702,20 @@ fn snippets_of(
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).
 fn run_of(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<RunRef>> {
     use rusqlite::OptionalExtension;
-    conn.query_row(
+    conn.prepare_cached(
         "SELECT r.agent, r.mode, r.position, r.run_id, r.tool_call_id
          FROM chunk_runs cr JOIN subagent_runs r ON r.run_rowid = cr.run_rowid
          WHERE cr.chunk_id = ?1",
-        [chunk_id],
-        |row| {
-            Ok(RunRef {
-                agent: row.get(0)?,
-                mode: row.get(1)?,
-                position: row.get(2)?,
-                run_id: row.get(3)?,
-                tool_call_id: row.get(4)?,
-            })
-        },
-    )
+    )?
+    .query_row([chunk_id], |row| {
+        Ok(RunRef {
+            agent: row.get(0)?,
+            mode: row.get(1)?,
+            position: row.get(2)?,
+            run_id: row.get(3)?,
+            tool_call_id: row.get(4)?,
+        })
+    })
     .optional()
 }
 
