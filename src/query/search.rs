@@ -340,9 +340,8 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     };
     // bm25 costs ~1 µs per matching chunk, so a stop-word-like query (most
     // chunks match) took 100s of ms. Such queries rank only their newest
-    // RANK_WINDOW matches, each shard its share (FTS5 applies a rowid range
-    // before scoring); if the window yields fewer hits than asked for,
-    // everything is ranked.
+    // RANK_WINDOW matches, each shard its share; if the window yields fewer
+    // hits than asked for, everything is ranked.
     let mut windowed =
         options.sort == Sort::Rank && !options.raw && matches!(plan, Plan::Fts { .. });
     // Shards after the first are queried in parallel, each on a connection
@@ -362,33 +361,27 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         };
         let (sqls, first): (Vec<String>, SqlValue) = match &plan {
             Plan::Fts { table, expr } => {
-                let window = |source: &String| {
-                    if !windowed {
-                        return String::new();
-                    }
-                    // The lowest rowid of this shard's newest matches (chunks
-                    // are spread evenly over the shards); all when fewer.
+                // This shard's share of the newest matches (chunks are dealt
+                // to the shards in id order): FTS5 walks the doclists
+                // newest first and stops there, scoring only those.
+                let window = if windowed {
                     let share = RANK_WINDOW / sources.len().max(1) as i64;
-                    format!(
-                        " AND rowid >= coalesce((SELECT rowid FROM {source} WHERE {table} MATCH ?1
-                           ORDER BY rowid DESC LIMIT 1 OFFSET {share}), 0)"
-                    )
+                    format!(" ORDER BY rowid DESC LIMIT {share}")
+                } else {
+                    String::new()
                 };
                 let rank = if options.sort == Sort::Rank {
                     format!("bm25({table})")
                 } else {
                     "0.0".to_owned()
                 };
-                let matches = |source: &String| {
+                // Materialized: bm25() must run in the FTS query itself. One
+                // query per shard, each on its own connection and thread
+                // (merged below).
+                let ranked = |source: &String| {
                     format!(
-                        "SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{}",
-                        window(source)
-                    )
-                };
-                // Materialized: bm25() must run in the FTS query itself.
-                let ranked = |matches: String| {
-                    format!(
-                        "WITH m AS MATERIALIZED ({matches})
+                        "WITH m AS MATERIALIZED (
+                           SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{window})
                          SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score, {ts}
                          FROM m JOIN chunks c ON c.chunk_id = m.rowid
                          {entries_join} {sessions_join} {meta_join}
@@ -397,23 +390,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                         filters = filters.clause(),
                     )
                 };
-                // One query per shard, each on its own connection and thread
-                // (merged below), or one over the union of all sources.
-                let sqls = if extra.is_empty() {
-                    vec![ranked(
-                        sources
-                            .iter()
-                            .map(matches)
-                            .collect::<Vec<_>>()
-                            .join(" UNION ALL "),
-                    )]
-                } else {
-                    sources
-                        .iter()
-                        .map(|source| ranked(matches(source)))
-                        .collect()
-                };
-                (sqls, expr.clone().into())
+                (sources.iter().map(ranked).collect(), expr.clone().into())
             }
             Plan::Scan { terms, unspaced } => {
                 // A query with CJK can only match chunks holding CJK, and those
