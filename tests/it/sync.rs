@@ -1,6 +1,6 @@
 //! `piidx sync` on real Pi files: counts, accounting, idempotence.
 
-use crate::util::{Env, non_blank_lines};
+use crate::util::{Env, non_blank_lines, shard_paths};
 
 /// Real v1 session files from Pi's own repository (fixtures/samples).
 #[test]
@@ -50,6 +50,44 @@ fn second_sync_with_nothing_changed_adds_nothing() {
     assert_eq!(again["files_unchanged"], 4);
     assert_eq!(again["entries_added"], 0);
     assert_eq!(again["bytes_read"], 0);
+}
+
+/// A sync that finds nothing new writes nothing, to the database or to its
+/// shards: cron runs it every few minutes, and a write is a commit with its
+/// fsyncs. (Clearing the empty `fts_deletes` table used to write a page.)
+#[test]
+fn a_sync_with_nothing_new_writes_nothing() {
+    let env = Env::with_fixture("samples");
+    // Files changed within 2 s of a sync are read again by the next one
+    // (their mtime cannot tell a later write apart): age them.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for entry in walkdir::WalkDir::new(&env.root) {
+        let entry = entry.expect("walk root");
+        if entry.file_type().is_file() {
+            let file = std::fs::File::options()
+                .append(true)
+                .open(entry.path())
+                .expect("open fixture copy");
+            file.set_modified(hour_ago).expect("set mtime");
+        }
+    }
+    env.sync();
+    let mut files = shard_paths(&env.db);
+    files.push(env.db.clone());
+    let stamps = || {
+        files
+            .iter()
+            .map(|path| {
+                let meta = std::fs::metadata(path).expect("metadata");
+                (meta.modified().expect("mtime"), meta.len())
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = stamps();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let again = env.sync();
+    assert_eq!(again["files_unchanged"], 4);
+    assert_eq!(stamps(), before, "{files:?}");
 }
 
 /// Every non-blank line of every indexed file is a header, one or more
