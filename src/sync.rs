@@ -110,10 +110,6 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let store = Store::open_for_sync(&options.db)?;
     store.start_fts(options.fts_shards)?;
     let states = store.file_states()?;
-    let bulk_load = states.is_empty();
-    if bulk_load {
-        store.begin_bulk_load()?;
-    }
     let discovery = discover::discover(&options.roots);
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
@@ -121,6 +117,13 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         ..SyncReport::default()
     };
     let plan = plan(options, &states, discovery, &mut report);
+    // Only when there is something to load: switching the journal mode
+    // writes the file, and a root with no sessions yet would pay for it on
+    // every run.
+    let bulk_load = states.is_empty() && !plan.jobs.is_empty();
+    if bulk_load {
+        store.begin_bulk_load()?;
+    }
 
     store.begin()?;
     for file_id in &plan.removals {
