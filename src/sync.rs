@@ -107,10 +107,17 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
             return Err(SyncError::RootMissing { root: root.clone() });
         }
     }
-    let store = Store::open_for_sync(&options.db)?;
-    store.start_fts(options.fts_shards)?;
-    let states = store.file_states()?;
-    let discovery = discover::discover(&options.roots);
+    // The walk (a stat per file) and opening the index (migrations, shard
+    // marks, the file map) do not depend on each other: run them at once.
+    let (opened, discovery) = std::thread::scope(|scope| {
+        let walk = scope.spawn(|| discover::discover(&options.roots));
+        let opened = open_index(options);
+        match walk.join() {
+            Ok(discovery) => (opened, discovery),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
+    let (store, states) = opened?;
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
         warnings: discovery.warnings.clone(),
@@ -158,6 +165,14 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// The database ready for writing, with what it knows of every file.
+fn open_index(options: &SyncOptions) -> Result<(Store, HashMap<OsString, FileState>), SyncError> {
+    let store = Store::open_for_sync(&options.db)?;
+    store.start_fts(options.fts_shards)?;
+    let states = store.file_states()?;
+    Ok((store, states))
 }
 
 struct Plan {
