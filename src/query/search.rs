@@ -342,15 +342,11 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     // chunks match) took 100s of ms. Such queries rank only their newest
     // RANK_WINDOW matches, each shard its share; if the window yields fewer
     // hits than asked for, everything is ranked.
-    let mut windowed =
-        options.sort == Sort::Rank && !options.raw && matches!(plan, Plan::Fts { .. });
+    let mut windowed = lean && !options.raw;
     // Shards after the first are queried in parallel, each on a connection
     // of its own (several shards on one connection run one after another),
     // opened by its thread while this one queries the first shard.
-    let mut extra: Vec<Option<Store>> = Vec::new();
-    if matches!(plan, Plan::Fts { .. }) {
-        extra.resize_with(sources.len().saturating_sub(1), || None);
-    }
+    let mut extra: Vec<Option<Store>> = (1..sources.len()).map(|_| None).collect();
     let best: Vec<(i64, f64)> = loop {
         // Stage 1 ranks chunks without touching their text (no GROUP BY: one
         // entry's several chunks are merged below, fetching more rows if needed).
