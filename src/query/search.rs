@@ -490,10 +490,9 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         hit.run = run_of(conn, chunk_id)?;
         hit.snippet = match &plan {
             Plan::Fts { .. } => fts_snippets.remove(&chunk_id),
-            Plan::Scan { terms, .. } => conn
-                .prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
-                .query_row([chunk_id], |row| row.get::<_, Option<String>>(0))?
-                .map(|body| scan_snippet(&body, terms)),
+            Plan::Scan { terms, .. } => {
+                chunk_body(conn, chunk_id)?.map(|body| scan_snippet(&body, terms))
+            }
         }
         .map(|snippet| clean_snippet(&snippet))
         .unwrap_or_default();
@@ -658,10 +657,9 @@ fn snippets_of(
     scratch.execute_batch(&format!(
         "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
     ))?;
-    let mut body = conn.prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?;
     let mut insert = scratch.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
-    for chunk_id in chunk_ids {
-        let text: Option<String> = body.query_row([chunk_id], |row| row.get(0))?;
+    for &chunk_id in chunk_ids {
+        let text = chunk_body(conn, chunk_id)?;
         insert.execute(rusqlite::params![chunk_id, text.unwrap_or_default()])?;
     }
     let mut snippets = scratch.prepare(
@@ -670,6 +668,12 @@ fn snippets_of(
     snippets
         .query_map([expr], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect()
+}
+
+/// The text of one chunk (its span of the entry's JSON, via `fts_content`).
+fn chunk_body(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
+        .query_row([chunk_id], |row| row.get(0))
 }
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).
