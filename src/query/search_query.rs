@@ -356,6 +356,17 @@ mod tests {
         assert!(has_unspaced_script("桜餅テスト"));
         assert!(has_unspaced_script("abc 한국어"));
         assert!(!has_unspaced_script("zebrafrost café"));
+        assert!(!has_unspaced_script("an em dash — and “quotes” € ✓"));
+        assert!(!has_unspaced_script(""));
+        // The scan works in 64-byte blocks: a character may start in one
+        // block and end in the next, or sit past many blocks of ASCII.
+        for lead in [0, 1, 62, 63, 64, 200] {
+            let text = format!("{}ไทย{}", "a".repeat(lead), "b".repeat(70));
+            assert!(has_unspaced_script(&text), "Thai after {lead} bytes");
+            let text = format!("{}—{}", "a".repeat(lead), "b".repeat(70));
+            assert!(!has_unspaced_script(&text), "dash after {lead} bytes");
+        }
+        assert!(has_unspaced_script(&format!("{}𠀀", "—".repeat(40))));
     }
 
     fn fts_ok(conn: &rusqlite::Connection, expr: &str) -> Result<(), String> {
