@@ -1,6 +1,7 @@
 //! Stage 6: questions asked of the index. Each submodule answers one command
 //! with typed rows; printing is `output`'s job.
 
+pub mod chunk_text;
 pub mod export;
 pub mod search;
 pub mod search_query;

@@ -15,9 +15,10 @@
 //! shards store no text, so the chosen chunks are re-tokenised in a scratch
 //! table).
 
-use rusqlite::types::Value as SqlValue;
+use rusqlite::types::{Value as SqlValue, ValueRef};
 use serde::Serialize;
 
+use super::chunk_text;
 use super::search_query::{Translated, has_unspaced_script, translate};
 use crate::store::Store;
 use crate::time::{format_iso_ms, parse_day, parse_iso_ms};
@@ -670,10 +671,38 @@ fn snippets_of(
         .collect()
 }
 
-/// The text of one chunk (its span of the entry's JSON, via `fts_content`).
+/// The text of one chunk: cut out of the entry's JSON by `chunk_text`, or
+/// by the `fts_content` view (which parses the whole entry) when that scan
+/// does not find it. `None` when the chunk is gone.
 fn chunk_body(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
-        .query_row([chunk_id], |row| row.get(0))
+    use rusqlite::OptionalExtension;
+    let scanned = conn
+        .prepare_cached(
+            "SELECT e.raw, c.json_path, c.start, c.len
+             FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+             WHERE c.chunk_id = ?1",
+        )?
+        .query_row([chunk_id], |row| {
+            let start = usize::try_from(row.get::<_, i64>(2)?).ok();
+            let len = usize::try_from(row.get::<_, i64>(3)?).ok();
+            Ok(match (row.get_ref(0)?, start, len) {
+                (ValueRef::Text(raw), Some(start), Some(len)) => {
+                    let json_path: String = row.get(1)?;
+                    chunk_text::span_text(raw, &json_path, start, len)
+                }
+                _ => None,
+            })
+        })
+        .optional()?;
+    match scanned {
+        None => Ok(None),
+        Some(Some(text)) => Ok(Some(text)),
+        Some(None) => conn
+            .prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
+            .query_row([chunk_id], |row| row.get(0))
+            .optional()
+            .map(Option::flatten),
+    }
 }
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).

@@ -313,6 +313,45 @@ fn full_resync_keeps_the_trigram_index_consistent() {
     assert!(env.count(count) < before);
 }
 
+/// Search cuts a hit's text out of `entries.raw` with a scan
+/// (`query::chunk_text`) instead of the `fts_content` view, which parses the
+/// whole entry: both must give the same text for every chunk of every
+/// fixture tree, multi-MB fields cut into many chunks included.
+#[test]
+fn scanned_chunk_text_is_what_fts_content_gives() {
+    for tree in ["sessions", "samples", "damaged", "subagents"] {
+        let env = Env::with_fixture(tree);
+        env.sync();
+        let conn = rusqlite::Connection::open(&env.db).expect("open db");
+        let mut stmt = conn
+            .prepare(
+                "SELECT c.chunk_id, e.raw, c.json_path, c.start, c.len, f.body
+                 FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 JOIN fts_content f ON f.chunk_id = c.chunk_id",
+            )
+            .expect("prepare");
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, u32>(3)? as usize,
+                    row.get::<_, u32>(4)? as usize,
+                    row.get::<_, String>(5)?,
+                ))
+            })
+            .expect("query")
+            .map(|row| row.expect("row"))
+            .collect::<Vec<_>>();
+        assert!(rows.len() > 30, "{tree}: {} chunks", rows.len());
+        for (chunk_id, raw, path, start, len, body) in rows {
+            let scanned = piidx::query::chunk_text::span_text(raw.as_bytes(), &path, start, len);
+            assert_eq!(scanned, Some(body), "{tree}: chunk {chunk_id} at {path}");
+        }
+    }
+}
+
 #[test]
 fn v1_sample_files_are_searchable() {
     let env = Env::with_fixture("samples");
