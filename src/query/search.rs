@@ -15,6 +15,7 @@
 //! shards store no text, so the chosen chunks are re-tokenised in a scratch
 //! table).
 
+use rusqlite::OptionalExtension;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use serde::Serialize;
 
@@ -468,7 +469,9 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     ))?;
     let mut hits = Vec::with_capacity(best.len());
     for (chunk_id, score) in best {
-        let mut hit = details.query_row([chunk_id], |row| {
+        // Each statement reads its own snapshot: a sync that removed the
+        // chunk since it was ranked takes the hit with it.
+        let found = details.query_row([chunk_id], |row| {
             Ok(Hit {
                 session_id: row.get(0)?,
                 session_path: row.get(1)?,
@@ -487,7 +490,10 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 snippet: String::new(),
                 run: None,
             })
-        })?;
+        });
+        let Some(mut hit) = found.optional()? else {
+            continue;
+        };
         hit.run = run_of(conn, chunk_id)?;
         hit.snippet = match &plan {
             Plan::Fts { .. } => fts_snippets.remove(&chunk_id),
@@ -675,7 +681,6 @@ fn snippets_of(
 /// by the `fts_content` view (which parses the whole entry) when that scan
 /// does not find it. `None` when the chunk is gone.
 fn chunk_body(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<String>> {
-    use rusqlite::OptionalExtension;
     let scanned = conn
         .prepare_cached(
             "SELECT e.raw, c.json_path, c.start, c.len
@@ -707,7 +712,6 @@ fn chunk_body(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Op
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).
 fn run_of(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<RunRef>> {
-    use rusqlite::OptionalExtension;
     conn.prepare_cached(
         "SELECT r.agent, r.mode, r.position, r.run_id, r.tool_call_id
          FROM chunk_runs cr JOIN subagent_runs r ON r.run_rowid = cr.run_rowid
