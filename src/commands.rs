@@ -480,10 +480,17 @@ pub fn message(err: &anyhow::Error) -> String {
     text
 }
 
+/// True when the reader of stdout went away (`piidx … | head`): like other
+/// CLIs, piidx then stops quietly. serde_json's writer wraps the IO error
+/// in its own, whose `source()` skips it, so that one is asked directly.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        let kind = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => Some(io.kind()),
+            None => cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind),
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }

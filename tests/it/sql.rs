@@ -94,3 +94,59 @@ fn a_missing_root_is_a_clear_fatal_error() {
         "{message}"
     );
 }
+
+/// `piidx … | head`: when the reader of stdout leaves early, every command
+/// stops quietly with exit code 0, as ripgrep does. JSON output goes
+/// through serde_json, whose error hid the broken pipe: `sessions --json`
+/// and `search --json` printed "Broken pipe" and exited with 2.
+#[test]
+fn a_reader_that_leaves_early_ends_every_output_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let env = Env::new();
+    // Every output below is larger than a pipe's buffer (64 KiB), so the
+    // command is still writing when its reader leaves.
+    let project = env.root.join("--proj--");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    for n in 0..400 {
+        let header = serde_json::json!({"type": "session", "version": 3, "id": format!("s{n}"),
+            "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/proj"});
+        let entry = serde_json::json!({"type": "message", "id": "a1", "parentId": null,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": format!("pipeword {n} {}", "filler ".repeat(40))}});
+        std::fs::write(
+            project.join(format!("s{n}.jsonl")),
+            format!("{header}\n{entry}\n"),
+        )
+        .expect("write");
+    }
+    env.sync();
+    let commands: &[&[&str]] = &[
+        &["sessions", "--json"],
+        &["sessions"],
+        &["search", "pipeword", "--json", "--limit", "400"],
+        &["search", "pipeword", "--limit", "400"],
+        &["sql", "SELECT * FROM entries", "--json"],
+        &["sql", "SELECT * FROM entries"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_piidx"))
+            .arg("--db")
+            .arg(&env.db)
+            .args(*args)
+            .env_remove("PIIDX_DB")
+            .env("HOME", env.dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn piidx");
+        let mut first = [0; 16];
+        let mut stdout = child.stdout.take().expect("stdout");
+        stdout.read_exact(&mut first).expect("some output");
+        drop(stdout);
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
