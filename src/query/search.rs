@@ -16,7 +16,7 @@
 //! table).
 
 use rusqlite::OptionalExtension;
-use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
 
 use super::chunk_text;
@@ -681,33 +681,63 @@ fn snippets_of(
 /// by the `fts_content` view (which parses the whole entry) when that scan
 /// does not find it. `None` when the chunk is gone.
 fn chunk_body(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<String>> {
-    let scanned = conn
+    let chunk = conn
         .prepare_cached(
-            "SELECT e.raw, c.json_path, c.start, c.len
-             FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
-             WHERE c.chunk_id = ?1",
+            "SELECT entry_rowid, json_path, start, len FROM chunks WHERE chunk_id = ?1",
         )?
         .query_row([chunk_id], |row| {
-            let start = usize::try_from(row.get::<_, i64>(2)?).ok();
-            let len = usize::try_from(row.get::<_, i64>(3)?).ok();
-            Ok(match (row.get_ref(0)?, start, len) {
-                (ValueRef::Text(raw), Some(start), Some(len)) => {
-                    let json_path: String = row.get(1)?;
-                    chunk_text::span_text(raw, &json_path, start, len)
-                }
-                _ => None,
-            })
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                usize::try_from(row.get::<_, i64>(2)?).ok(),
+                usize::try_from(row.get::<_, i64>(3)?).ok(),
+            ))
         })
         .optional()?;
+    let Some((entry_rowid, json_path, start, len)) = chunk else {
+        return Ok(None);
+    };
+    let scanned = match (start, len) {
+        (Some(start), Some(len)) => scan_raw(conn, entry_rowid, &json_path, start, len),
+        _ => None,
+    };
     match scanned {
-        None => Ok(None),
-        Some(Some(text)) => Ok(Some(text)),
-        Some(None) => conn
+        Some(text) => Ok(Some(text)),
+        None => conn
             .prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
             .query_row([chunk_id], |row| row.get(0))
             .optional()
             .map(Option::flatten),
     }
+}
+
+/// Reads `entries.raw` only as far as the chunk's window needs: escapes
+/// only lengthen text, so the window ends at least `start + len` bytes in.
+/// That much and a margin is read first, the rest only if it was short.
+/// Any failure (the row is gone, the JSON is not as expected) is `None`.
+fn scan_raw(
+    conn: &rusqlite::Connection,
+    entry_rowid: i64,
+    json_path: &str,
+    start: usize,
+    len: usize,
+) -> Option<String> {
+    let blob = conn
+        .blob_open(rusqlite::MAIN_DB, "entries", "raw", entry_rowid, true)
+        .ok()?;
+    let size = blob.len();
+    let first = size.min(start.saturating_add(len).saturating_mul(9) / 8 + 64 * 1024);
+    let mut raw = vec![0; first];
+    blob.read_at_exact(&mut raw, 0).ok()?;
+    if let Some(text) = chunk_text::span_text(&raw, json_path, start, len) {
+        return Some(text);
+    }
+    if first == size {
+        return None;
+    }
+    raw.resize(size, 0);
+    blob.read_at_exact(&mut raw[first..], first).ok()?;
+    chunk_text::span_text(&raw, json_path, start, len)
 }
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).

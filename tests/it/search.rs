@@ -352,6 +352,41 @@ fn scanned_chunk_text_is_what_fts_content_gives() {
     }
 }
 
+/// Search reads an entry only as far as a hit's window needs, guessing
+/// from the window's offset; heavy escaping (every `"` and `\\` doubles)
+/// puts the window further in than the guess, and the rest is read then.
+#[test]
+fn hits_deep_in_heavily_escaped_text_get_their_snippet() {
+    let env = Env::new();
+    let project = env.root.join("--proj--");
+    fs::create_dir_all(&project).expect("mkdir");
+    let text = format!(
+        "{} needlewombat {} secondtoken end",
+        "\"".repeat(400_000),
+        "\\".repeat(100_000)
+    );
+    let header = serde_json::json!({"type": "session", "version": 3, "id": "escaped",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/proj"});
+    let entry = serde_json::json!({"type": "message", "id": "a1", "parentId": null,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}]}});
+    fs::write(
+        project.join("escaped.jsonl"),
+        format!("{header}\n{entry}\n"),
+    )
+    .expect("write");
+    env.sync();
+    for token in ["needlewombat", "secondtoken"] {
+        let hits = search(&env, &[token]);
+        assert_eq!(hits.len(), 1, "{token}");
+        let snippet = hits[0]["snippet"].as_str().unwrap_or_default();
+        assert!(
+            snippet.contains(&format!("«{token}»")),
+            "{token}: {snippet}"
+        );
+    }
+}
+
 /// Search ranks chunks, then reads their details in further statements,
 /// each with its own snapshot. A sync that shrinks a file in between
 /// deletes ranked chunks; the search must drop those hits, not fail (it
