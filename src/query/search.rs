@@ -12,8 +12,8 @@
 //!
 //! Ranking is bm25 times a per-kind weight, best chunk per entry, then the top
 //! `limit` get a snippet (snippets are computed for those rows only; the
-//! shards store no text, so the chosen chunks are re-tokenised in a scratch
-//! table).
+//! shards store no text, so the chosen chunks are cut out of their entries
+//! by `chunk_text` and re-tokenised in a scratch table).
 
 use rusqlite::OptionalExtension;
 use rusqlite::types::Value as SqlValue;
