@@ -8,7 +8,7 @@
 //!   which hold only chunks containing such characters (the writer decides
 //!   per chunk);
 //! * `--substring`, or trigram terms shorter than 3 characters: a scan of
-//!   `fts_content` with `instr`, newest first.
+//!   the chunks' text (`scan_chunks`), newest first.
 //!
 //! Ranking is bm25 times a per-kind weight, best chunk per entry, then the top
 //! `limit` get a snippet (snippets are computed for those rows only; the
@@ -390,7 +390,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 };
                 (sources.iter().map(ranked).collect(), expr.clone().into())
             }
-            Plan::Scan { terms, unspaced } => {
+            Plan::Scan { unspaced, .. } => {
                 // A query with CJK can only match chunks holding CJK, and those
                 // are exactly the rows of fts_trigram (listed in its docsize).
                 let only = if *unspaced {
@@ -403,32 +403,30 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 } else {
                     String::new()
                 };
-                let mut conditions = String::new();
-                for index in 0..terms.len() {
-                    conditions.push_str(&format!(
-                        " AND instr(lower(fc.body), lower(json_extract(?1, '$[{index}]'))) > 0"
-                    ));
-                }
+                // The terms are looked for by `scan_chunks`, which reads each
+                // entry once; no LIMIT: it stops at `fetch` matches itself.
                 let sql = format!(
-                    "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score, e.timestamp_ms
+                    "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score, e.timestamp_ms,
+                            c.json_path, c.start, c.len
                      FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
                      JOIN sessions s ON s.file_id = c.file_id {meta_join}
-                     JOIN fts_content fc ON fc.chunk_id = c.chunk_id
-                     WHERE 1 {filters} {conditions}
-                     ORDER BY {order} LIMIT ?2",
+                     WHERE 1 {filters}
+                     ORDER BY {order}",
                     filters = filters.clause(),
                 );
-                (
-                    vec![sql],
-                    serde_json::to_string(terms).unwrap_or_default().into(),
-                )
+                (vec![sql], SqlValue::Null)
             }
         };
         let mut fetch = limit * 4 + 16;
         let best: Vec<(i64, f64)> = loop {
             let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
             params.extend(filters.params.iter().cloned());
-            let rows = run_ranked(store, &mut extra, &sqls, &params, options.sort, fetch);
+            let rows = match &plan {
+                Plan::Fts { .. } => {
+                    run_ranked(store, &mut extra, &sqls, &params, options.sort, fetch)
+                }
+                Plan::Scan { terms, .. } => scan_chunks(conn, &sqls[0], &params, terms, fetch),
+            };
             let rows = match rows {
                 Ok(rows) => rows,
                 Err(SearchError::Sqlite(err)) if options.raw => {
@@ -587,6 +585,103 @@ fn run_ranked(
     }
     rows.truncate(fetch);
     Ok(rows)
+}
+
+/// Stage 1 of a scan (`--substring`, short CJK terms): the SQL lists the
+/// candidate chunks newest first, with the filters applied; here each one's
+/// text is tested for every term, as `instr(lower(text), lower(term))` would
+/// (SQLite's `lower` folds ASCII only), until `fetch` chunks match. Chunks
+/// of one field come one after another, so each entry is read and each
+/// field decoded once: through `fts_content`, a multi-MB field was parsed
+/// again for every one of its chunks.
+fn scan_chunks(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: &[SqlValue],
+    terms: &[String],
+    fetch: usize,
+) -> Result<Vec<Ranked>, SearchError> {
+    let needles: Vec<memchr::memmem::Finder> = terms
+        .iter()
+        .map(|term| memchr::memmem::Finder::new(term.to_ascii_lowercase().as_bytes()).into_owned())
+        .collect();
+    let mut stmt = conn.prepare(sql)?;
+    // `params` starts with ?1 (query) and ?2 (limit), which this SQL does
+    // not use: bind only the slots it has (the filters' are ?3 and up).
+    for (index, value) in params.iter().enumerate().take(stmt.parameter_count()) {
+        stmt.raw_bind_parameter(index + 1, value)?;
+    }
+    let mut rows = stmt.raw_query();
+    let mut field = FieldCache::default();
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        let chunk_id: i64 = row.get(0)?;
+        let entry_rowid: i64 = row.get(1)?;
+        let span = (row.get::<_, i64>(5)?, row.get::<_, i64>(6)?);
+        let text = match field.span(conn, entry_rowid, &row.get::<_, String>(4)?, span)? {
+            Some(text) => text,
+            None => chunk_body(conn, chunk_id)?.unwrap_or_default(),
+        };
+        let lower = text.to_ascii_lowercase();
+        if needles
+            .iter()
+            .all(|needle| needle.find(lower.as_bytes()).is_some())
+        {
+            found.push(Ranked {
+                chunk_id,
+                entry_rowid,
+                score: 0.0,
+                timestamp_ms: row.get(3)?,
+            });
+            if found.len() == fetch {
+                break;
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The last entry read and the last string field decoded by `scan_chunks`.
+#[derive(Default)]
+struct FieldCache {
+    entry: Option<(i64, Vec<u8>)>,
+    field: Option<(i64, String, String)>,
+}
+
+impl FieldCache {
+    /// The chunk `span` of the field at `json_path`; `None` when the field
+    /// cannot be decoded here (the caller asks `fts_content`).
+    fn span(
+        &mut self,
+        conn: &rusqlite::Connection,
+        entry_rowid: i64,
+        json_path: &str,
+        (start, len): (i64, i64),
+    ) -> rusqlite::Result<Option<String>> {
+        let field_cached = matches!(&self.field,
+            Some((rowid, path, _)) if *rowid == entry_rowid && path == json_path);
+        if !field_cached {
+            if !matches!(&self.entry, Some((rowid, _)) if *rowid == entry_rowid) {
+                let raw: Vec<u8> = conn
+                    .prepare_cached("SELECT CAST(raw AS BLOB) FROM entries WHERE entry_rowid = ?1")?
+                    .query_row([entry_rowid], |row| row.get(0))
+                    .optional()?
+                    .unwrap_or_default();
+                self.entry = Some((entry_rowid, raw));
+            }
+            let raw = self.entry.as_ref().map_or(&[][..], |(_, raw)| raw);
+            self.field = chunk_text::span_text(raw, json_path, 0, raw.len())
+                .map(|text| (entry_rowid, json_path.to_owned(), text));
+        }
+        let (Some((_, _, text)), Ok(start), Ok(len)) =
+            (&self.field, usize::try_from(start), usize::try_from(len))
+        else {
+            return Ok(None);
+        };
+        Ok(text
+            .get(start..start.saturating_add(len).min(text.len()))
+            .map(str::to_owned))
+    }
 }
 
 /// Control characters (newlines, tabs, terminal escapes from tool output)

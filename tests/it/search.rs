@@ -249,6 +249,49 @@ fn cjk_and_substring_search() {
     );
 }
 
+/// A scan (`--substring`) finds exactly the entries whose chunk text holds
+/// every term, ASCII case folded: the oracle is the old SQL form of the
+/// scan, `instr(lower(body), lower(term))` over the `fts_content` view.
+/// Terms deep inside a 2 MB tool output and in several chunks of it included.
+#[test]
+fn substring_scans_find_what_fts_content_holds() {
+    let env = sessions_env();
+    for terms in [
+        &["istAl"][..],
+        &["ebrafro"],
+        &["MODULE_490"],
+        &["[017825]", "crate_73"],
+        &["hash=d678c3a0"],
+        &["Compile", "crate_1"],
+    ] {
+        let conditions: String = terms
+            .iter()
+            .map(|term| format!(" AND instr(lower(f.body), lower('{term}')) > 0"))
+            .collect();
+        let mut expected: Vec<String> = env
+            .sql(&format!(
+                "SELECT DISTINCT e.session_id || ' ' || e.entry_id AS id
+                 FROM chunks c JOIN fts_content f ON f.chunk_id = c.chunk_id
+                 JOIN entries e ON e.entry_rowid = c.entry_rowid WHERE 1 {conditions}"
+            ))
+            .iter()
+            .map(|row| row["id"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        let query = terms.join(" ");
+        let mut found: Vec<String> = search(env, &[&query, "--substring", "--limit", "1000"])
+            .iter()
+            .map(|hit| {
+                let place = hit_place(hit);
+                format!("{} {}", place.session_id, place.entry_id)
+            })
+            .collect();
+        expected.sort();
+        found.sort();
+        assert!(!expected.is_empty(), "{terms:?} occurs in the fixtures");
+        assert_eq!(found, expected, "{terms:?}");
+    }
+}
+
 #[test]
 fn sort_recent_is_newest_first() {
     let env = sessions_env();
