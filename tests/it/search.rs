@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::util::{Env, each_shard, fixtures, non_blank_lines};
+use crate::util::{Env, each_shard, fixtures, non_blank_lines, write_user_session};
 
 /// Where a token occurs in the raw files: (session id, entry id, line number).
 #[derive(Debug, Clone, PartialEq)]
@@ -401,23 +401,13 @@ fn scanned_chunk_text_is_what_fts_content_gives() {
 #[test]
 fn hits_deep_in_heavily_escaped_text_get_their_snippet() {
     let env = Env::new();
-    let project = env.root.join("--proj--");
-    fs::create_dir_all(&project).expect("mkdir");
     let text = format!(
         "{} needlewombat {} secondtoken end",
         "\"".repeat(400_000),
         "\\".repeat(100_000)
     );
-    let header = serde_json::json!({"type": "session", "version": 3, "id": "escaped",
-        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/proj"});
-    let entry = serde_json::json!({"type": "message", "id": "a1", "parentId": null,
-        "timestamp": "2026-01-01T00:00:01.000Z",
-        "message": {"role": "user", "content": [{"type": "text", "text": text}]}});
-    fs::write(
-        project.join("escaped.jsonl"),
-        format!("{header}\n{entry}\n"),
-    )
-    .expect("write");
+    let blocks = serde_json::json!([{"type": "text", "text": text}]);
+    write_user_session(&env.root.join("--proj--"), "escaped", blocks);
     env.sync();
     for token in ["needlewombat", "secondtoken"] {
         let hits = search(&env, &[token]);

@@ -1,7 +1,7 @@
 //! `piidx sql` and how the database is opened: read-only, three output
 //! formats, and clear errors for databases that are missing, foreign or newer.
 
-use crate::util::Env;
+use crate::util::{Env, write_user_session};
 
 #[test]
 fn write_statements_are_refused_and_change_nothing() {
@@ -106,19 +106,9 @@ fn a_reader_that_leaves_early_ends_every_output_quietly() {
     let env = Env::new();
     // Every output below is larger than a pipe's buffer (64 KiB), so the
     // command is still writing when its reader leaves.
-    let project = env.root.join("--proj--");
-    std::fs::create_dir_all(&project).expect("mkdir");
     for n in 0..400 {
-        let header = serde_json::json!({"type": "session", "version": 3, "id": format!("s{n}"),
-            "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/proj"});
-        let entry = serde_json::json!({"type": "message", "id": "a1", "parentId": null,
-            "timestamp": "2026-01-01T00:00:01.000Z",
-            "message": {"role": "user", "content": format!("pipeword {n} {}", "filler ".repeat(40))}});
-        std::fs::write(
-            project.join(format!("s{n}.jsonl")),
-            format!("{header}\n{entry}\n"),
-        )
-        .expect("write");
+        let content = format!("pipeword {n} {}", "filler ".repeat(40));
+        write_user_session(&env.root.join("--proj--"), &format!("s{n}"), content.into());
     }
     env.sync();
     let commands: &[&[&str]] = &[

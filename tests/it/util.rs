@@ -83,6 +83,22 @@ impl Env {
     }
 }
 
+/// Writes `<dir>/<id>.jsonl`: a session header and one user message whose
+/// `content` is `content` (a string or an array of blocks).
+pub fn write_user_session(dir: &Path, id: &str, content: Value) {
+    let header = serde_json::json!({"type": "session", "version": 3, "id": id,
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/proj"});
+    let entry = serde_json::json!({"type": "message", "id": "a1", "parentId": null,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": content}});
+    fs::create_dir_all(dir).expect("mkdir");
+    fs::write(
+        dir.join(format!("{id}.jsonl")),
+        format!("{header}\n{entry}\n"),
+    )
+    .expect("write session");
+}
+
 pub fn copy_tree(from: &Path, to: &Path) {
     for entry in walkdir::WalkDir::new(from) {
         let entry = entry.expect("walk fixtures");
