@@ -611,12 +611,22 @@ fn scan_chunks(
     for (index, value) in params.iter().enumerate().take(stmt.parameter_count()) {
         stmt.raw_bind_parameter(index + 1, value)?;
     }
+    // serde_json writes every character as itself except `"`, `\` and
+    // control characters. A term without those occurs in an entry's text
+    // only if it occurs in its JSON: one search of the JSON rules out an
+    // entry without decoding any of its strings.
+    let plain = terms
+        .iter()
+        .all(|term| !term.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20));
     let mut rows = stmt.raw_query();
     let mut field = FieldCache::default();
     let mut found = Vec::new();
     while let Some(row) = rows.next()? {
         let chunk_id: i64 = row.get(0)?;
         let entry_rowid: i64 = row.get(1)?;
+        if plain && !field.entry_holds(conn, entry_rowid, &needles)? {
+            continue;
+        }
         let span = (row.get::<_, i64>(5)?, row.get::<_, i64>(6)?);
         let text = match field.span(conn, entry_rowid, &row.get::<_, String>(4)?, span)? {
             Some(text) => text,
@@ -646,9 +656,42 @@ fn scan_chunks(
 struct FieldCache {
     entry: Option<(i64, Vec<u8>)>,
     field: Option<(i64, String, String)>,
+    /// Whether the entry's JSON, ASCII-lowercased, holds every term.
+    holds: Option<(i64, bool)>,
 }
 
 impl FieldCache {
+    /// Whether every needle occurs in the entry's JSON (ASCII case folded).
+    fn entry_holds(
+        &mut self,
+        conn: &rusqlite::Connection,
+        entry_rowid: i64,
+        needles: &[memchr::memmem::Finder],
+    ) -> rusqlite::Result<bool> {
+        if let Some((rowid, holds)) = self.holds
+            && rowid == entry_rowid
+        {
+            return Ok(holds);
+        }
+        let lower = self.raw(conn, entry_rowid)?.to_ascii_lowercase();
+        let holds = needles.iter().all(|needle| needle.find(&lower).is_some());
+        self.holds = Some((entry_rowid, holds));
+        Ok(holds)
+    }
+
+    /// The entry's JSON, read once however many of its chunks ask.
+    fn raw(&mut self, conn: &rusqlite::Connection, entry_rowid: i64) -> rusqlite::Result<&[u8]> {
+        if !matches!(&self.entry, Some((rowid, _)) if *rowid == entry_rowid) {
+            let raw: Vec<u8> = conn
+                .prepare_cached("SELECT CAST(raw AS BLOB) FROM entries WHERE entry_rowid = ?1")?
+                .query_row([entry_rowid], |row| row.get(0))
+                .optional()?
+                .unwrap_or_default();
+            self.entry = Some((entry_rowid, raw));
+        }
+        Ok(self.entry.as_ref().map_or(&[][..], |(_, raw)| raw))
+    }
+
     /// The chunk `span` of the field at `json_path`; `None` when the field
     /// cannot be decoded here (the caller asks `fts_content`).
     fn span(
@@ -661,15 +704,7 @@ impl FieldCache {
         let field_cached = matches!(&self.field,
             Some((rowid, path, _)) if *rowid == entry_rowid && path == json_path);
         if !field_cached {
-            if !matches!(&self.entry, Some((rowid, _)) if *rowid == entry_rowid) {
-                let raw: Vec<u8> = conn
-                    .prepare_cached("SELECT CAST(raw AS BLOB) FROM entries WHERE entry_rowid = ?1")?
-                    .query_row([entry_rowid], |row| row.get(0))
-                    .optional()?
-                    .unwrap_or_default();
-                self.entry = Some((entry_rowid, raw));
-            }
-            let raw = self.entry.as_ref().map_or(&[][..], |(_, raw)| raw);
+            let raw = self.raw(conn, entry_rowid)?;
             self.field = chunk_text::span_text(raw, json_path, 0, raw.len())
                 .map(|text| (entry_rowid, json_path.to_owned(), text));
         }
