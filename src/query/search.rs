@@ -406,8 +406,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 // The terms are looked for by `scan_chunks`, which reads each
                 // entry once; no LIMIT: it stops at `fetch` matches itself.
                 let sql = format!(
-                    "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score, e.timestamp_ms,
-                            c.json_path, c.start, c.len
+                    "SELECT c.chunk_id, c.entry_rowid, e.timestamp_ms, c.json_path, c.start, c.len
                      FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
                      JOIN sessions s ON s.file_id = c.file_id {meta_join}
                      WHERE 1 {filters}
@@ -627,8 +626,8 @@ fn scan_chunks(
         if plain && !field.entry_holds(conn, entry_rowid, &needles)? {
             continue;
         }
-        let span = (row.get::<_, i64>(5)?, row.get::<_, i64>(6)?);
-        let text = match field.span(conn, entry_rowid, &row.get::<_, String>(4)?, span)? {
+        let span = (row.get::<_, i64>(4)?, row.get::<_, i64>(5)?);
+        let text = match field.span(conn, entry_rowid, &row.get::<_, String>(3)?, span)? {
             Some(text) => text,
             None => chunk_body(conn, chunk_id)?.unwrap_or_default(),
         };
@@ -641,7 +640,7 @@ fn scan_chunks(
                 chunk_id,
                 entry_rowid,
                 score: 0.0,
-                timestamp_ms: row.get(3)?,
+                timestamp_ms: row.get(2)?,
             });
             if found.len() == fetch {
                 break;
@@ -655,7 +654,9 @@ fn scan_chunks(
 #[derive(Default)]
 struct FieldCache {
     entry: Option<(i64, Vec<u8>)>,
-    field: Option<(i64, String, String)>,
+    /// Entry, path and decoded text (`None` when it could not be decoded,
+    /// so that a field's other chunks do not try again).
+    field: Option<(i64, String, Option<String>)>,
     /// Whether the entry's JSON, ASCII-lowercased, holds every term.
     holds: Option<(i64, bool)>,
 }
@@ -705,10 +706,10 @@ impl FieldCache {
             Some((rowid, path, _)) if *rowid == entry_rowid && path == json_path);
         if !field_cached {
             let raw = self.raw(conn, entry_rowid)?;
-            self.field = chunk_text::span_text(raw, json_path, 0, raw.len())
-                .map(|text| (entry_rowid, json_path.to_owned(), text));
+            let text = chunk_text::span_text(raw, json_path, 0, raw.len());
+            self.field = Some((entry_rowid, json_path.to_owned(), text));
         }
-        let (Some((_, _, text)), Ok(start), Ok(len)) =
+        let (Some((_, _, Some(text))), Ok(start), Ok(len)) =
             (&self.field, usize::try_from(start), usize::try_from(len))
         else {
             return Ok(None);
