@@ -291,8 +291,10 @@ fn sessions(db: PathBuf, args: SessionsArgs) -> Result<ExitCode> {
 
 fn load_tree(db: &std::path::Path, session: &str) -> Result<query::tree::SessionTree> {
     let store = Store::open_read_only(db)?;
-    let found = query::tree::resolve(&store, session)?;
-    Ok(query::tree::SessionTree::load(&store, found)?)
+    Ok(store.in_snapshot(|store| {
+        let found = query::tree::resolve(store, session)?;
+        query::tree::SessionTree::load(store, found)
+    })?)
 }
 
 fn show(db: PathBuf, args: ShowArgs) -> Result<ExitCode> {
@@ -332,22 +334,25 @@ fn tree(db: PathBuf, args: TreeArgs) -> Result<ExitCode> {
 
 fn export(db: PathBuf, args: ExportArgs) -> Result<ExitCode> {
     let store = Store::open_read_only(&db)?;
-    let found = query::tree::resolve(&store, &args.session)?;
-    match &args.output {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            let mut out = std::io::BufWriter::new(file);
-            query::export::export(&store, &found, &mut out)?;
-            out.flush()
-                .with_context(|| format!("writing {}", path.display()))?;
+    store.in_snapshot(|store| -> Result<()> {
+        let found = query::tree::resolve(store, &args.session)?;
+        match &args.output {
+            Some(path) => {
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                let mut out = std::io::BufWriter::new(file);
+                query::export::export(store, &found, &mut out)?;
+                out.flush()
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            None => {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                query::export::export(store, &found, &mut out)?;
+                out.flush()?;
+            }
         }
-        None => {
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            query::export::export(&store, &found, &mut out)?;
-            out.flush()?;
-        }
-    }
+        Ok(())
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -245,6 +245,20 @@ impl Store {
         &self.conn
     }
 
+    /// Runs `read` in one read transaction. Each statement on its own reads
+    /// the database as it is then; inside, all of them read one snapshot, so
+    /// a sync that commits meanwhile (say, removing the session just looked
+    /// up) is not seen at all.
+    pub fn in_snapshot<T, E: From<rusqlite::Error>>(
+        &self,
+        read: impl FnOnce(&Store) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let snapshot = self.conn.unchecked_transaction()?;
+        let result = read(self)?;
+        snapshot.commit()?;
+        Ok(result)
+    }
+
     /// Attaches the full-text shards to this (read-only) connection and
     /// returns their schema names (`fts0`, `fts1`, ...).
     pub fn attach_fts(&self) -> Result<Vec<String>> {

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use piidx::query::export::export;
+use piidx::query::tree::{SessionTree, ViewError, resolve};
+use piidx::store::Store;
+
 use crate::util::{Env, fixtures};
 
 /// `piidx sessions --json [--all]` with the temp root replaced by `fake_root`.
@@ -149,25 +153,8 @@ fn export_round_trips_every_fixture_session() {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let exported: Vec<Value> = out
-                .stdout
-                .split(|b| *b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| serde_json::from_slice(l).expect("exported line is JSON"))
-                .collect();
-            // Source: the first header, then every non-header object.
-            let source = parsed_lines(&file);
-            let header_at = source
-                .iter()
-                .position(|v| v["type"] == "session")
-                .expect("header");
-            let mut expected = vec![source[header_at].clone()];
-            expected.extend(
-                source[header_at + 1..]
-                    .iter()
-                    .filter(|v| v["type"] != "session")
-                    .cloned(),
-            );
+            let exported = exported_objects(&out.stdout);
+            let expected = expected_export(&file);
             assert_eq!(exported.len(), expected.len(), "{path}: line count");
             for (index, (ours, theirs)) in exported.iter().zip(&expected).enumerate() {
                 assert!(ours == theirs, "{path}: object {index} differs");
@@ -176,6 +163,63 @@ fn export_round_trips_every_fixture_session() {
         }
     }
     assert!(checked >= 30, "only {checked} sessions checked");
+}
+
+/// The objects `piidx export` printed, one per line.
+fn exported_objects(stdout: &[u8]) -> Vec<Value> {
+    stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("exported line is JSON"))
+        .collect()
+}
+
+/// What exporting `file` must give: its first header, then every
+/// non-header object.
+fn expected_export(file: &Path) -> Vec<Value> {
+    let source = parsed_lines(file);
+    let header_at = source
+        .iter()
+        .position(|v| v["type"] == "session")
+        .expect("header");
+    let mut expected = vec![source[header_at].clone()];
+    expected.extend(
+        source[header_at + 1..]
+            .iter()
+            .filter(|v| v["type"] != "session")
+            .cloned(),
+    );
+    expected
+}
+
+/// `show`, `tree` and `export` resolve the session, then load it, in one
+/// snapshot: a sync that removes the session in between is not seen (it
+/// made loading fail with "Query returned no rows").
+#[test]
+fn a_session_resolved_in_a_snapshot_loads_after_a_sync_removed_it() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let file = session_files(&env.root)
+        .into_iter()
+        .max_by_key(|file| fs::metadata(file).map(|meta| meta.len()).unwrap_or(0))
+        .expect("a session file");
+    let expected = expected_export(&file);
+    let id = expected[0]["id"].as_str().expect("session id").to_owned();
+    let store = Store::open_read_only(&env.db).expect("open");
+    let (tree, exported) = store
+        .in_snapshot(|store| -> Result<_, Box<dyn std::error::Error>> {
+            let found = resolve(store, &id)?;
+            fs::remove_file(&file)?;
+            assert_eq!(env.sync()["files_removed"], 1);
+            let tree = SessionTree::load(store, found.clone())?;
+            let mut exported = Vec::new();
+            export(store, &found, &mut exported)?;
+            Ok((tree, exported))
+        })
+        .expect("the session as it was");
+    assert_eq!(exported_objects(&exported), expected);
+    assert_eq!(tree.nodes.len(), expected.len() - 1);
+    assert!(matches!(resolve(&store, &id), Err(ViewError::NotFound(_))));
 }
 
 /// An entry as the test sees it: id (synthetic `v1-<line>` for v1 files).
