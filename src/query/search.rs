@@ -250,8 +250,8 @@ impl Filters {
 enum Plan {
     /// MATCH on an FTS table.
     Fts { table: &'static str, expr: String },
-    /// instr() over the chunk text for every term; `unspaced` limits the
-    /// scan to the chunks in fts_trigram (all chunks with CJK & co).
+    /// Every term looked for in the chunk text (`scan_chunks`); `unspaced`
+    /// limits the scan to the chunks in fts_trigram (all chunks with CJK & co).
     Scan { terms: Vec<String>, unspaced: bool },
 }
 
@@ -311,7 +311,13 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         Plan::Fts { table, .. } => shards.iter().map(|s| format!("{s}.{table}")).collect(),
         Plan::Scan { .. } => Vec::new(),
     };
-    let filters = Filters::build(options, 3)?;
+    // A ranked query binds the MATCH expression as ?1 and the row limit as
+    // ?2, so its filters start at ?3; a scan binds only the filters.
+    let first_filter = match &plan {
+        Plan::Fts { .. } => 3,
+        Plan::Scan { .. } => 1,
+    };
+    let filters = Filters::build(options, first_filter)?;
     let order = match (options.sort, &plan) {
         (Sort::Rank, Plan::Fts { .. }) => "score, e.timestamp_ms DESC, c.chunk_id DESC",
         _ => "e.timestamp_ms DESC, c.chunk_id DESC",
@@ -357,7 +363,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         } else {
             "e.timestamp_ms"
         };
-        let (sqls, first): (Vec<String>, SqlValue) = match &plan {
+        let (sqls, expr): (Vec<String>, Option<&String>) = match &plan {
             Plan::Fts { table, expr } => {
                 // This shard's share of the newest matches (chunks are dealt
                 // to the shards in id order): FTS5 walks the doclists
@@ -388,7 +394,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                         filters = filters.clause(),
                     )
                 };
-                (sources.iter().map(ranked).collect(), expr.clone().into())
+                (sources.iter().map(ranked).collect(), Some(expr))
             }
             Plan::Scan { unspaced, .. } => {
                 // A query with CJK can only match chunks holding CJK, and those
@@ -413,12 +419,15 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                      ORDER BY {order}",
                     filters = filters.clause(),
                 );
-                (vec![sql], SqlValue::Null)
+                (vec![sql], None)
             }
         };
         let mut fetch = limit * 4 + 16;
         let best: Vec<(i64, f64)> = loop {
-            let mut params: Vec<SqlValue> = vec![first.clone(), (fetch as i64).into()];
+            let mut params: Vec<SqlValue> = match expr {
+                Some(expr) => vec![expr.clone().into(), (fetch as i64).into()],
+                None => Vec::new(),
+            };
             params.extend(filters.params.iter().cloned());
             let rows = match &plan {
                 Plan::Fts { .. } => {
@@ -605,11 +614,6 @@ fn scan_chunks(
         .map(|term| memchr::memmem::Finder::new(term.to_ascii_lowercase().as_bytes()).into_owned())
         .collect();
     let mut stmt = conn.prepare(sql)?;
-    // `params` starts with ?1 (query) and ?2 (limit), which this SQL does
-    // not use: bind only the slots it has (the filters' are ?3 and up).
-    for (index, value) in params.iter().enumerate().take(stmt.parameter_count()) {
-        stmt.raw_bind_parameter(index + 1, value)?;
-    }
     // serde_json writes every character as itself except `"`, `\` and
     // control characters. A term without those occurs in an entry's text
     // only if it occurs in its JSON: one search of the JSON rules out an
@@ -617,7 +621,7 @@ fn scan_chunks(
     let plain = terms
         .iter()
         .all(|term| !term.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20));
-    let mut rows = stmt.raw_query();
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
     let mut field = FieldCache::default();
     let mut found = Vec::new();
     while let Some(row) = rows.next()? {

@@ -241,6 +241,12 @@ fn cjk_and_substring_search() {
     assert!(hits.iter().any(|hit| hit_place(hit) == s1), "{hits:#?}");
     let hits = search(env, &["ebrafro", "--substring"]);
     assert_eq!(hits.len(), 1);
+    // A scan binds only its filters' values.
+    let session = hits[0]["session_id"].as_str().expect("session id");
+    let since = &hits[0]["timestamp"].as_str().expect("timestamp")[..10];
+    let filtered = |args: &[&str]| search(env, &[&["ebrafro", "--substring"], args].concat());
+    assert_eq!(filtered(&["--session", session, "--since", since]), hits);
+    assert!(filtered(&["--session", session, "--until", "2000-01-01"]).is_empty());
     assert!(
         hits[0]["snippet"]
             .as_str()
