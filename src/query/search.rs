@@ -613,6 +613,11 @@ fn scan_chunks(
         .iter()
         .map(|term| memchr::memmem::Finder::new(term.to_ascii_lowercase().as_bytes()).into_owned())
         .collect();
+    // A scan reads most of the main file. Mapped, its pages are read in
+    // place, not copied out of the OS page cache by a `pread` each (a full
+    // scan of 1 GB: 1.0 → 0.7 s). A ranked search reads a few hundred pages,
+    // for which mapping the file cost more than it saved.
+    conn.pragma_update(None, "mmap_size", i64::MAX)?;
     let mut stmt = conn.prepare(sql)?;
     // serde_json writes every character as itself except `"`, `\` and
     // control characters. A term without those occurs in an entry's text
@@ -663,6 +668,8 @@ struct FieldCache {
     field: Option<(i64, String, Option<String>)>,
     /// Whether the entry's JSON, ASCII-lowercased, holds every term.
     holds: Option<(i64, bool)>,
+    /// The last entry's JSON, ASCII-lowercased (kept for its capacity).
+    lower: Vec<u8>,
 }
 
 impl FieldCache {
@@ -678,8 +685,18 @@ impl FieldCache {
         {
             return Ok(holds);
         }
-        let lower = self.raw(conn, entry_rowid)?.to_ascii_lowercase();
-        let holds = needles.iter().all(|needle| needle.find(&lower).is_some());
+        // Lowercased straight out of SQLite's buffer: most entries are
+        // ruled out here, and never copied whole.
+        let lower = &mut self.lower;
+        lower.clear();
+        conn.prepare_cached("SELECT CAST(raw AS BLOB) FROM entries WHERE entry_rowid = ?1")?
+            .query_row([entry_rowid], |row| {
+                let raw = row.get_ref(0)?.as_bytes_or_null()?.unwrap_or_default();
+                lower.extend(raw.iter().map(u8::to_ascii_lowercase));
+                Ok(())
+            })
+            .optional()?;
+        let holds = needles.iter().all(|needle| needle.find(lower).is_some());
         self.holds = Some((entry_rowid, holds));
         Ok(holds)
     }
