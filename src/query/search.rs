@@ -399,22 +399,27 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
             Plan::Scan { unspaced, .. } => {
                 // A query with CJK can only match chunks holding CJK, and those
                 // are exactly the rows of fts_trigram (listed in its docsize).
-                let only = if *unspaced {
+                // Those few chunks lead; any other scan walks the entries
+                // newest first (index `entries_time`), so that the rows come
+                // without a sort of every chunk and the scan can stop early.
+                let from = if *unspaced {
                     let members = shards
                         .iter()
                         .map(|s| format!("SELECT id FROM {s}.fts_trigram_docsize"))
                         .collect::<Vec<_>>()
                         .join(" UNION ALL ");
-                    format!("JOIN ({members}) d ON d.id = c.chunk_id")
+                    format!(
+                        "chunks c JOIN ({members}) d ON d.id = c.chunk_id
+                         JOIN entries e ON e.entry_rowid = c.entry_rowid"
+                    )
                 } else {
-                    String::new()
+                    "entries e CROSS JOIN chunks c ON c.entry_rowid = e.entry_rowid".to_owned()
                 };
                 // The terms are looked for by `scan_chunks`, which reads each
                 // entry once; no LIMIT: it stops at `fetch` matches itself.
                 let sql = format!(
                     "SELECT c.chunk_id, c.entry_rowid, e.timestamp_ms, c.json_path, c.start, c.len
-                     FROM chunks c {only} JOIN entries e ON e.entry_rowid = c.entry_rowid
-                     JOIN sessions s ON s.file_id = c.file_id {meta_join}
+                     FROM {from} JOIN sessions s ON s.file_id = c.file_id {meta_join}
                      WHERE 1 {filters}
                      ORDER BY {order}",
                     filters = filters.clause(),

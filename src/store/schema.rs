@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0005_search.sql"),
     include_str!("../../migrations/0006_fts_shards.sql"),
     include_str!("../../migrations/0007_trigram_shards.sql"),
+    include_str!("../../migrations/0008_entries_time.sql"),
 ];
 
 /// The schema version this build writes.

@@ -138,7 +138,7 @@ fn synced_sessions() -> Before {
 
 /// An old-schema database is refused by queries until `sync` upgrades it in
 /// place: nothing re-read, `gone` tables dropped from the main file, and the
-/// same rows and answers as before.
+/// same rows and answers as before, and the indexes of the current schema.
 fn assert_upgraded_in_place(before: Before, gone: &str) {
     let Before {
         env,
@@ -151,7 +151,7 @@ fn assert_upgraded_in_place(before: Before, gone: &str) {
 
     let summary = env.sync();
     assert_eq!(summary["entries_added"], 0);
-    assert_eq!(env.count("PRAGMA user_version"), 7);
+    assert_eq!(env.count("PRAGMA user_version"), 8);
     assert_eq!(
         env.count(&format!(
             "SELECT count(*) FROM sqlite_master WHERE name IN ({gone})"
@@ -167,6 +167,12 @@ fn assert_upgraded_in_place(before: Before, gone: &str) {
     assert_eq!(
         QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
         expected
+    );
+    assert_eq!(
+        env.count(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_time'"
+        ),
+        1
     );
 }
 
@@ -188,6 +194,7 @@ fn a_schema_5_database_is_upgraded_in_place() {
            content_rowid = 'chunk_id', tokenize = 'trigram');
          INSERT INTO fts_trigram(rowid, body) SELECT chunk_id, body FROM fts_content
           WHERE body GLOB '*[぀-ヿ一-鿿]*';
+         DROP INDEX entries_time;
          PRAGMA user_version = 5;",
     );
     assert_upgraded_in_place(before, "'fts', 'fts_trigram'");
@@ -205,10 +212,22 @@ fn a_schema_6_database_is_upgraded_in_place() {
            content_rowid = 'chunk_id', tokenize = 'trigram');
          INSERT INTO fts_trigram(rowid, body) SELECT chunk_id, body FROM fts_content
           WHERE body GLOB '*[぀-ヿ一-鿿]*';
+         DROP INDEX entries_time;
          PRAGMA user_version = 6;",
     );
     for shard in shard_paths(&env.db) {
         db_sql(&shard, "DROP TABLE fts_trigram; PRAGMA user_version = 1;");
     }
     assert_upgraded_in_place(before, "'fts_trigram'");
+}
+
+#[test]
+fn a_schema_7_database_is_upgraded_in_place() {
+    let before = synced_sessions();
+    // Schema 7: no index on entries.timestamp_ms yet.
+    db_sql(
+        &before.env.db,
+        "DROP INDEX entries_time; PRAGMA user_version = 7;",
+    );
+    assert_upgraded_in_place(before, "''");
 }
