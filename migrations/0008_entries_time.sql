@@ -5,5 +5,5 @@
 -- entries.timestamp_ms it had to read every entry row and sort every chunk
 -- before the first one was looked at: ~0.3 s on a 1 GB corpus even when the
 -- newest chunks held the hits. The index is about 2 MB per GB of sessions;
--- `datetime(timestamp_ms / 1000, 'unixepoch')` range queries use it too.
+-- queries on a range of `timestamp_ms` use it too.
 CREATE INDEX entries_time ON entries(timestamp_ms);

@@ -621,8 +621,9 @@ fn scan_chunks(
     // A scan reads most of the main file. Mapped, its pages are read in
     // place, not copied out of the OS page cache by a `pread` each (a full
     // scan of 1 GB: 1.0 → 0.7 s). A ranked search reads a few hundred pages,
-    // for which mapping the file cost more than it saved.
-    conn.pragma_update(None, "mmap_size", i64::MAX)?;
+    // for which mapping the file cost more than it saved. Only the main file:
+    // without a schema name the limit would apply to the shards too.
+    conn.pragma_update(Some("main"), "mmap_size", i64::MAX)?;
     let mut stmt = conn.prepare(sql)?;
     // serde_json writes every character as itself except `"`, `\` and
     // control characters. A term without those occurs in an entry's text
