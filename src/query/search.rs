@@ -349,8 +349,12 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     // bm25 costs ~1 µs per matching chunk, so a stop-word-like query (most
     // chunks match) took 100s of ms. Such queries rank only their newest
     // RANK_WINDOW matches, each shard its share; if the window yields fewer
-    // hits than asked for, everything is ranked.
-    let mut windowed = lean && !options.raw;
+    // hits than asked for, everything is ranked. `--sort recent` sorted
+    // every match by time (300 ms for `the` on 1 GB); it first looks only at
+    // the newest RECENT_WINDOW entries, walked by time (index
+    // `entries_time`), and sorts every match only when they hold too few.
+    let recent = options.sort == Sort::Recent && matches!(plan, Plan::Fts { .. });
+    let mut windowed = (lean || recent) && !options.raw;
     // Shards after the first are queried in parallel, each on a connection
     // of its own (several shards on one connection run one after another),
     // opened by its thread while this one queries the first shard.
@@ -368,7 +372,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 // This shard's share of the newest matches (chunks are dealt
                 // to the shards in id order): FTS5 walks the doclists
                 // newest first and stops there, scoring only those.
-                let window = if windowed {
+                let window = if windowed && !recent {
                     let share = RANK_WINDOW / sources.len().max(1) as i64;
                     format!(" ORDER BY rowid DESC LIMIT {share}")
                 } else {
@@ -383,6 +387,22 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 // query per shard, each on its own connection and thread
                 // (merged below).
                 let ranked = |source: &String| {
+                    if windowed && recent {
+                        // The `+` keeps the match list a filter: as an index
+                        // constraint, each entry would probe every match.
+                        return format!(
+                            "SELECT c.chunk_id, c.entry_rowid, 0.0 AS score, e.timestamp_ms
+                             FROM entries e CROSS JOIN chunks c ON c.entry_rowid = e.entry_rowid
+                             {sessions_join} {meta_join}
+                             WHERE e.timestamp_ms >= coalesce((SELECT timestamp_ms FROM entries
+                                     ORDER BY timestamp_ms DESC LIMIT 1 OFFSET {RECENT_WINDOW}),
+                                   -9223372036854775808)
+                               AND +c.chunk_id IN (SELECT rowid FROM {source} WHERE {table} MATCH ?1)
+                               {filters}
+                             ORDER BY {order} LIMIT ?2",
+                            filters = filters.clause(),
+                        );
+                    }
                     format!(
                         "WITH m AS MATERIALIZED (
                            SELECT rowid, {rank} AS r FROM {source} WHERE {table} MATCH ?1{window})
@@ -803,6 +823,9 @@ fn scan_snippet(body: &str, terms: &[String]) -> String {
 
 /// Matches beyond which a ranked query scores only the newest ones.
 pub const RANK_WINDOW: i64 = 5_000;
+
+/// Newest entries a `--sort recent` word search looks in first.
+pub const RECENT_WINDOW: i64 = 10_000;
 
 /// Snippets for FTS hits. The shards are contentless, so the chosen chunks
 /// are indexed again in a scratch in-memory table with the tokenizer of

@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use piidx::time::format_iso_ms;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -562,4 +563,62 @@ fn very_common_words_rank_a_window_but_never_lose_filtered_hits() {
     let old = search(&env, &["commonword", "--until", "2026-01-15"]);
     assert_eq!(old.len(), 1, "{old:?}");
     assert_eq!(old[0]["entry_id"], "old");
+}
+
+/// `--sort recent` looks in the newest RECENT_WINDOW entries first; what it
+/// prints is still the newest matches of all entries, also when the window
+/// holds too few of them.
+#[test]
+fn sort_recent_looks_at_the_newest_entries_first_but_never_loses_older_hits() {
+    let env = Env::new();
+    let dir = env.root.join("--home-user-recent--");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"recent","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/recent"}"#,
+    );
+    text.push('\n');
+    let count = piidx::query::search::RECENT_WINDOW + 500;
+    // Entry n is n seconds after the session start: the last is the newest.
+    // Every entry says `commonword`; every 100th from the user, the rest from
+    // the assistant; only n = 3 and n = 7 (far outside the window) `rareword`.
+    for n in 0..count {
+        let ms = 1_767_225_600_000 + n * 1000;
+        let rare = if n == 3 || n == 7 { " rareword" } else { "" };
+        let line = if n % 100 == 0 {
+            format!(
+                r#"{{"type":"message","id":"m{n}","parentId":null,"timestamp":"{}","message":{{"role":"user","content":"commonword {n}{rare}","timestamp":{ms}}}}}"#,
+                format_iso_ms(ms)
+            )
+        } else {
+            format!(
+                r#"{{"type":"message","id":"m{n}","parentId":null,"timestamp":"{}","message":{{"role":"assistant","content":[{{"type":"text","text":"commonword {n}{rare}"}}],"timestamp":{ms}}}}}"#,
+                format_iso_ms(ms)
+            )
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    fs::write(dir.join("recent.jsonl"), text).expect("write");
+    env.sync();
+    let ids = |args: &[&str]| -> Vec<String> {
+        search(&env, &[args, &["--sort", "recent"]].concat())
+            .iter()
+            .map(|hit| hit["entry_id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let newest = |step: i64, take: i64| -> Vec<String> {
+        (0..count)
+            .rev()
+            .filter(|n| n % step == 0)
+            .take(take as usize)
+            .map(|n| format!("m{n}"))
+            .collect()
+    };
+    assert_eq!(ids(&["commonword", "--limit", "5"]), newest(1, 5));
+    assert_eq!(ids(&["rareword"]), ["m7", "m3"]);
+    // 105 user entries, 100 of them in the window: 3 more from outside it.
+    assert_eq!(
+        ids(&["commonword", "--role", "user", "--limit", "103"]),
+        newest(100, 103)
+    );
 }
