@@ -138,7 +138,7 @@ fn synced_sessions() -> Before {
 
 /// An old-schema database is refused by queries until `sync` upgrades it in
 /// place: nothing re-read, `gone` tables dropped from the main file, and the
-/// same rows and answers as before, and the indexes of the current schema.
+/// same rows and answers as before, with the index migration 0008 adds.
 fn assert_upgraded_in_place(before: Before, gone: &str) {
     let Before {
         env,
