@@ -542,12 +542,7 @@ proptest! {
 #[test]
 fn very_common_words_rank_a_window_but_never_lose_filtered_hits() {
     let env = Env::new();
-    let dir = env.root.join("--home-user-many--");
-    fs::create_dir_all(&dir).expect("mkdir");
-    let mut text = String::from(
-        r#"{"type":"session","version":3,"id":"many","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/many"}"#,
-    );
-    text.push('\n');
+    let (dir, mut text) = session_start(&env, "many");
     text.push_str(r#"{"type":"message","id":"old","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"commonword from long ago","timestamp":1767225601000}}"#);
     text.push('\n');
     let count = piidx::query::search::RANK_WINDOW + 500;
@@ -565,18 +560,24 @@ fn very_common_words_rank_a_window_but_never_lose_filtered_hits() {
     assert_eq!(old[0]["entry_id"], "old");
 }
 
+/// A project folder for a session `name` under the test root, and the
+/// session's header line.
+fn session_start(env: &Env, name: &str) -> (PathBuf, String) {
+    let dir = env.root.join(format!("--home-user-{name}--"));
+    fs::create_dir_all(&dir).expect("mkdir");
+    let header = format!(
+        r#"{{"type":"session","version":3,"id":"{name}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/{name}"}}"#
+    );
+    (dir, header + "\n")
+}
+
 /// `--sort recent` looks in the newest RECENT_WINDOW entries first; what it
 /// prints is still the newest matches of all entries, also when the window
 /// holds too few of them.
 #[test]
 fn sort_recent_looks_at_the_newest_entries_first_but_never_loses_older_hits() {
     let env = Env::new();
-    let dir = env.root.join("--home-user-recent--");
-    fs::create_dir_all(&dir).expect("mkdir");
-    let mut text = String::from(
-        r#"{"type":"session","version":3,"id":"recent","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/recent"}"#,
-    );
-    text.push('\n');
+    let (dir, mut text) = session_start(&env, "recent");
     let count = piidx::query::search::RECENT_WINDOW + 500;
     // Entry n is n seconds after the session start: the last is the newest.
     // Every entry says `commonword`; every 100th from the user, the rest from
