@@ -685,6 +685,9 @@ fn scan_chunks(
     Ok(found)
 }
 
+/// An entry's JSON, as bytes.
+const RAW_OF_ENTRY: &str = "SELECT CAST(raw AS BLOB) FROM entries WHERE entry_rowid = ?1";
+
 /// The last entry read and the last string field decoded by `scan_chunks`.
 #[derive(Default)]
 struct FieldCache {
@@ -712,17 +715,23 @@ impl FieldCache {
             return Ok(holds);
         }
         // Lowercased straight out of SQLite's buffer: most entries are
-        // ruled out here, and never copied whole.
-        let lower = &mut self.lower;
+        // ruled out here, and never copied whole. One that holds every term
+        // is kept, as its chunks are decoded next.
+        let (lower, kept) = (&mut self.lower, &mut self.entry);
         lower.clear();
-        conn.prepare_cached("SELECT CAST(raw AS BLOB) FROM entries WHERE entry_rowid = ?1")?
+        let holds = conn
+            .prepare_cached(RAW_OF_ENTRY)?
             .query_row([entry_rowid], |row| {
                 let raw = row.get_ref(0)?.as_bytes_or_null()?.unwrap_or_default();
                 lower.extend(raw.iter().map(u8::to_ascii_lowercase));
-                Ok(())
+                let holds = needles.iter().all(|needle| needle.find(lower).is_some());
+                if holds {
+                    *kept = Some((entry_rowid, raw.to_vec()));
+                }
+                Ok(holds)
             })
-            .optional()?;
-        let holds = needles.iter().all(|needle| needle.find(lower).is_some());
+            .optional()?
+            .unwrap_or(false);
         self.holds = Some((entry_rowid, holds));
         Ok(holds)
     }
@@ -731,7 +740,7 @@ impl FieldCache {
     fn raw(&mut self, conn: &rusqlite::Connection, entry_rowid: i64) -> rusqlite::Result<&[u8]> {
         if !matches!(&self.entry, Some((rowid, _)) if *rowid == entry_rowid) {
             let raw: Vec<u8> = conn
-                .prepare_cached("SELECT CAST(raw AS BLOB) FROM entries WHERE entry_rowid = ?1")?
+                .prepare_cached(RAW_OF_ENTRY)?
                 .query_row([entry_rowid], |row| row.get(0))
                 .optional()?
                 .unwrap_or_default();
