@@ -1,7 +1,7 @@
 //! Crashes and concurrency: `kill -9` mid-sync, two syncs at once, and
 //! readers during a sync. The database must always end equal to a fresh sync.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::{Env, canonical_dump, copy_tree, fixtures, fts_integrity};
@@ -18,10 +18,7 @@ fn big_env() -> Env {
 }
 
 fn spawn_sync(env: &Env, extra: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_piidx"))
-        .arg("--db")
-        .arg(&env.db)
-        .args(["sync", "--quiet", "--root"])
+    env.command(&["sync", "--quiet", "--root"])
         .arg(&env.root)
         .args(extra)
         .stdout(Stdio::null())

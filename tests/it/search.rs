@@ -13,7 +13,9 @@ use piidx::time::format_iso_ms;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::util::{Env, each_shard, fixtures, non_blank_lines, write_user_session};
+use crate::util::{
+    Env, each_shard, fixtures, jsonl_files, largest_jsonl, non_blank_lines, write_user_session,
+};
 
 /// Where a token occurs in the raw files: (session id, entry id, line number).
 #[derive(Debug, Clone, PartialEq)]
@@ -21,17 +23,6 @@ struct Place {
     session_id: String,
     entry_id: String,
     line_no: i64,
-}
-
-fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|entry| entry.path().to_owned())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
-        .collect();
-    files.sort();
-    files
 }
 
 /// Every line of `tree` whose JSON text contains `token` (exactly one expected).
@@ -441,10 +432,7 @@ fn search_while_a_sync_rewrites_the_hit_file_never_fails() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let env = Env::with_fixture("sessions");
     env.sync();
-    let file = jsonl_files(&env.root)
-        .into_iter()
-        .max_by_key(|file| fs::metadata(file).map(|meta| meta.len()).unwrap_or(0))
-        .expect("a session file");
+    let file = largest_jsonl(&env.root);
     let whole = fs::read(&file).expect("read");
     let lines: Vec<&[u8]> = whole.split_inclusive(|&b| b == b'\n').collect();
     let half = lines[..lines.len() / 2].concat();

@@ -102,7 +102,7 @@ fn a_missing_root_is_a_clear_fatal_error() {
 #[test]
 fn a_reader_that_leaves_early_ends_every_output_quietly() {
     use std::io::Read;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let env = Env::new();
     // Every output below is larger than a pipe's buffer (64 KiB), so the
     // command is still writing when its reader leaves.
@@ -120,12 +120,8 @@ fn a_reader_that_leaves_early_ends_every_output_quietly() {
         &["sql", "SELECT * FROM entries"],
     ];
     for args in commands {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_piidx"))
-            .arg("--db")
-            .arg(&env.db)
-            .args(*args)
-            .env_remove("PIIDX_DB")
-            .env("HOME", env.dir.path())
+        let mut child = env
+            .command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -34,16 +34,21 @@ impl Env {
         env
     }
 
-    /// Runs `piidx --db <db> ARGS`.
-    pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_piidx"))
+    /// `piidx --db <db> ARGS`, isolated from the caller's `PIIDX_DB` and home.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_piidx"));
+        command
             .arg("--db")
             .arg(&self.db)
             .args(args)
             .env_remove("PIIDX_DB")
-            .env("HOME", self.dir.path())
-            .output()
-            .expect("run piidx")
+            .env("HOME", self.dir.path());
+        command
+    }
+
+    /// Runs `piidx --db <db> ARGS`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run piidx")
     }
 
     /// `piidx sync --root <root> --json`, returning the summary; panics with
@@ -97,6 +102,26 @@ pub fn write_user_session(dir: &Path, id: &str, content: Value) {
         format!("{header}\n{entry}\n"),
     )
     .expect("write session");
+}
+
+/// Every `*.jsonl` file under `root` (any depth), sorted.
+pub fn jsonl_files(root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|entry| entry.into_path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The largest `*.jsonl` file under `root`.
+pub fn largest_jsonl(root: &Path) -> PathBuf {
+    jsonl_files(root)
+        .into_iter()
+        .max_by_key(|file| fs::metadata(file).map(|meta| meta.len()).unwrap_or(0))
+        .expect("a session file")
 }
 
 pub fn copy_tree(from: &Path, to: &Path) {

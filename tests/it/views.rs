@@ -12,7 +12,7 @@ use piidx::query::export::export;
 use piidx::query::tree::{SessionTree, ViewError, resolve};
 use piidx::store::Store;
 
-use crate::util::{Env, fixtures};
+use crate::util::{Env, fixtures, jsonl_files, largest_jsonl};
 
 /// `piidx sessions --json [--all]` with the temp root replaced by `fake_root`.
 fn sessions_json(env: &Env, fake_root: &str, all: bool) -> Vec<Value> {
@@ -112,16 +112,6 @@ fn sessions_all_adds_the_nested_child_session_and_filters_work() {
     assert_eq!(list.len(), 3, "S8 and the two 1.x sessions");
 }
 
-/// Every session file under a tree (any depth).
-fn session_files(root: &Path) -> Vec<PathBuf> {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .map(|e| e.into_path())
-        .collect()
-}
-
 /// The objects of the lines Pi's JSON.parse accepts (lossy UTF-8, like Pi).
 fn parsed_lines(path: &Path) -> Vec<Value> {
     let bytes = fs::read(path).expect("read");
@@ -142,7 +132,7 @@ fn export_round_trips_every_fixture_session() {
             .iter()
             .map(|row| row["file_path"].as_str().expect("path").to_owned())
             .collect();
-        for file in session_files(&env.root) {
+        for file in jsonl_files(&env.root) {
             let path = file.to_string_lossy().into_owned();
             if !indexed.contains(&path) {
                 continue;
@@ -199,10 +189,7 @@ fn expected_export(file: &Path) -> Vec<Value> {
 fn a_session_resolved_in_a_snapshot_loads_after_a_sync_removed_it() {
     let env = Env::with_fixture("sessions");
     env.sync();
-    let file = session_files(&env.root)
-        .into_iter()
-        .max_by_key(|file| fs::metadata(file).map(|meta| meta.len()).unwrap_or(0))
-        .expect("a session file");
+    let file = largest_jsonl(&env.root);
     let expected = expected_export(&file);
     let id = expected[0]["id"].as_str().expect("session id").to_owned();
     let store = Store::open_read_only(&env.db).expect("open");
@@ -375,7 +362,7 @@ fn show_builds_context_like_pi_on_every_fixture_session() {
     for tree in ["sessions", "samples"] {
         let env = Env::with_fixture(tree);
         env.sync();
-        for file in session_files(&env.root) {
+        for file in jsonl_files(&env.root) {
             check_context(&env, &file, None);
         }
     }
@@ -385,7 +372,7 @@ fn show_builds_context_like_pi_on_every_fixture_session() {
 }
 
 fn s2(env: &Env) -> PathBuf {
-    session_files(&env.root)
+    jsonl_files(&env.root)
         .into_iter()
         .find(|p| p.to_string_lossy().contains("019c1ba1"))
         .expect("S2")
@@ -421,7 +408,7 @@ fn show_branch_back_and_compactions() {
 fn show_marks_labels_and_images_and_json_path() {
     let env = Env::with_fixture("sessions");
     env.sync();
-    let file = session_files(&env.root)
+    let file = jsonl_files(&env.root)
         .into_iter()
         .find(|p| p.to_string_lossy().contains("019c165b"))
         .expect("S1");
@@ -473,7 +460,7 @@ fn forks_copies_orphans_and_parent_links() {
     env.sync();
     // Parents are recorded under /tmp/pi-fixture-root; the copy lives elsewhere,
     // so they resolve by their trailing <dir>/<file> components.
-    let files = session_files(&env.root);
+    let files = jsonl_files(&env.root);
     for file in &files {
         let entries = parsed_lines(file);
         let header = &entries[0];
