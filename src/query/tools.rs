@@ -55,7 +55,7 @@ pub fn run(store: &Store, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolSt
     };
     let sql = format!(
         "SELECT {key}, t.is_error, t.duration_ms, t.result_len, t.result_timestamp_ms IS NULL,
-                t.session_id || ' ' || coalesce(t.result_entry_id, '')
+                t.session_id || ' ' || coalesce(t.result_entry_id, ''), t.timestamp_ms
            FROM v_tool_calls_dedup t
           WHERE ?1 IS NULL OR t.timestamp_ms >= ?1"
     );
@@ -65,6 +65,10 @@ pub fn run(store: &Store, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolSt
     struct Acc {
         stats: ToolStats,
         durations: Vec<i64>,
+        /// Call time of `stats.largest`: among equally large results, the
+        /// earliest call's (then the smallest `largest`) is shown, whatever
+        /// order the rows come in.
+        largest_at: Option<i64>,
     }
     let mut groups: HashMap<String, Acc> = HashMap::new();
     while let Some(row) = rows.next()? {
@@ -77,12 +81,14 @@ pub fn run(store: &Store, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolSt
         let result_len: Option<i64> = row.get(3)?;
         let no_result: bool = row.get(4)?;
         let where_: String = row.get(5)?;
+        let called_at: Option<i64> = row.get(6)?;
         let acc = groups.entry(key.clone()).or_insert_with(|| Acc {
             stats: ToolStats {
                 key,
                 ..ToolStats::default()
             },
             durations: Vec::new(),
+            largest_at: None,
         });
         let stats = &mut acc.stats;
         stats.calls += 1;
@@ -93,9 +99,21 @@ pub fn run(store: &Store, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolSt
         }
         if let Some(len) = result_len {
             stats.total_result_len += len;
-            if stats.max_result_len.is_none_or(|max| len > max) {
+            let larger = match stats.max_result_len {
+                None => true,
+                Some(max) if len != max => len > max,
+                Some(_) => {
+                    (called_at.unwrap_or(i64::MAX), where_.as_str())
+                        < (
+                            acc.largest_at.unwrap_or(i64::MAX),
+                            stats.largest.as_deref().unwrap_or_default(),
+                        )
+                }
+            };
+            if larger {
                 stats.max_result_len = Some(len);
                 stats.largest = Some(where_);
+                acc.largest_at = called_at;
             }
         }
     }
