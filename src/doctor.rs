@@ -3,16 +3,17 @@
 //!
 //! Checks, in order: the file opens as SQLite (`PRAGMA quick_check`), it is a
 //! piidx database of a schema this build knows, the FTS5 index matches the
-//! indexed text (`integrity-check`), and every file's rows (entries, parse
-//! errors, session header) match a fresh re-read of the file up to the stored
-//! offset. The re-read reuses `ingest::ingest` and only counts; it writes
-//! nothing.
+//! indexed text (`integrity-check`), the fork copies (`copies` columns) match
+//! a recount, and every file's rows (entries, parse errors, session header)
+//! match a fresh re-read of the file up to the stored offset. The re-read
+//! reuses `ingest::ingest` and only counts; it writes nothing.
 //!
 //! `--fix` repairs with the sync machinery: differing files are marked stale
 //! (`parser_version = 0`) and their roots synced; a failing FTS index is
-//! rebuilt; a database that is damaged or not SQLite is rebuilt from all its
-//! roots into `<db>.rebuild-<pid>` and renamed over the old one, which is kept
-//! as `<db>.broken-<unix time>`. At every moment a database is at `<db>`.
+//! rebuilt; wrong `copies` are recounted; a database that is damaged or not
+//! SQLite is rebuilt from all its roots into `<db>.rebuild-<pid>` and renamed
+//! over the old one, which is kept as `<db>.broken-<unix time>`. At every
+//! moment a database is at `<db>`.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -62,6 +63,9 @@ pub struct Findings {
     pub quick_check: Vec<String>,
     /// The FTS5 integrity-check error, if any.
     pub fts: Option<String>,
+    /// Usage and tool-call rows whose `copies` (fork copies) is not what
+    /// their rows say.
+    pub stale_copies: i64,
     pub files_checked: u64,
     pub files_differing: Vec<FileDiff>,
 }
@@ -80,6 +84,12 @@ impl Findings {
         }
         if let Some(fts) = &self.fts {
             out.push(format!("full-text index does not match the text: {fts}"));
+        }
+        if self.stale_copies > 0 {
+            out.push(format!(
+                "{} usage or tool-call rows count fork copies wrongly (column `copies`)",
+                self.stale_copies
+            ));
         }
         for diff in &self.files_differing {
             out.push(format!("{}: {}", diff.path, diff.reason));
@@ -176,6 +186,13 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
             store.rebuild_fts()?;
             report.fixed.push("rebuilt the full-text index".into());
         }
+        let stale = store.stale_copies()?;
+        if stale > 0 {
+            store.recount_copies()?;
+            report
+                .fixed
+                .push(format!("recounted the fork copies of {stale} rows"));
+        }
     }
     report.remaining = diagnose(db, options.max_line_bytes)?.problems();
     Ok(report)
@@ -245,6 +262,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
         return Ok(findings);
     }
     findings.fts = store.fts_check();
+    findings.stale_copies = store.stale_copies()?;
     let states = store.file_states()?;
     let counts = store.file_counts()?;
     let mut states: Vec<FileState> = states.into_values().collect();

@@ -403,8 +403,9 @@ fn add_subagents(
                   row_number() OVER (
                     PARTITION BY coalesce(sr.tool_call_id, sr.file_id || '|' || sr.entry_id),
                                  sr.position, sr.timestamp_ms
-                    ORDER BY s.created_ms IS NULL, s.created_ms, sr.file_id) AS copy_no
-             FROM subagent_runs sr LEFT JOIN sessions s ON s.file_id = sr.file_id)
+                    ORDER BY s.created_ms IS NULL, s.created_ms, f.path) AS copy_no
+             FROM subagent_runs sr JOIN files f ON f.file_id = sr.file_id
+             LEFT JOIN sessions s ON s.file_id = sr.file_id)
          SELECT {key_sql} AS k, count(*), sum(r.tokens), sum(r.cost)
            FROM r WHERE {} GROUP BY k",
         filters.join(" AND ")

@@ -6,6 +6,7 @@
 //! works while a sync runs (WAL) and on read-only media.
 
 mod check;
+mod copies;
 mod fts;
 mod schema;
 mod state;
@@ -138,6 +139,7 @@ impl Store {
         schema::check_identity(&store.conn, path)?;
         store.configure(false)?;
         schema::migrate(&mut store.conn, path)?;
+        store.track_copies()?;
         Ok(store)
     }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::{APPLICATION_ID, Identity, Result, StoreError, sqlite_error};
+use super::{APPLICATION_ID, Identity, Result, StoreError, copies, sqlite_error};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
@@ -20,7 +20,12 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0006_fts_shards.sql"),
     include_str!("../../migrations/0007_trigram_shards.sql"),
     include_str!("../../migrations/0008_entries_time.sql"),
+    include_str!("../../migrations/0009_copies.sql"),
 ];
+
+/// Schema 9 added `copies` columns; their values for the rows already there
+/// are computed in Rust, by the code that keeps them current afterwards.
+const COPIES_ADDED: i64 = 9;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -83,8 +88,15 @@ pub fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(&err)?;
-    for sql in MIGRATIONS.iter().skip(found.user_version as usize) {
+    for (index, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .skip(found.user_version as usize)
+    {
         tx.execute_batch(sql).map_err(&err)?;
+        if index as i64 + 1 == COPIES_ADDED {
+            copies::refresh(&tx, copies::Scope::All).map_err(&err)?;
+        }
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(&err)?;

@@ -46,9 +46,11 @@ impl Store {
             .map_err(self.err())
     }
 
-    /// Commits the open transaction, then hands its chunks to the full-text
-    /// shards (which commit after it; see `fts.rs`).
+    /// Brings fork copies up to date (`copies.rs`), commits the open
+    /// transaction, then hands its chunks to the full-text shards (which
+    /// commit after it; see `fts.rs`).
     pub fn commit(&self) -> Result<()> {
+        self.refresh_copies()?;
         let upto = self.record_chunk_ids()?;
         self.conn.execute_batch("COMMIT").map_err(self.err())?;
         self.dispatch_fts(upto)

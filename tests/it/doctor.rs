@@ -309,3 +309,32 @@ fn full_disk_fails_cleanly_and_keeps_the_index_consistent() {
     assert!(report["findings"]["broken"].is_null(), "{report}");
     assert!(report["findings"]["fts"].is_null(), "{report}");
 }
+
+#[test]
+fn doctor_recounts_fork_copies_changed_behind_its_back() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let usage = |env: &Env| env.run(&["usage", "--by", "session", "--json"]).stdout;
+    let before = usage(&env);
+    assert!(env.count("SELECT count(*) FROM usage_records WHERE copies = 0") > 0);
+
+    // Every fork copy counted, as if the column had never been kept.
+    db_sql(
+        &env.db,
+        "UPDATE usage_records SET copies = 1; UPDATE tool_call_meta SET copies = 1;",
+    );
+    assert_ne!(usage(&env), before);
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        report["findings"]["stale_copies"].as_i64() > Some(0),
+        "{report}"
+    );
+
+    let fixed = env.run(&["doctor", "--fix", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&fixed.stdout).expect("json");
+    assert_eq!(report["remaining"], serde_json::json!([]), "{report}");
+    assert_eq!(usage(&env), before);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+}

@@ -295,6 +295,7 @@ fn check(ops: &[Op]) {
         "fresh sync failed"
     );
     fts_integrity(&env.db);
+    assert_copies_are_current(&env.db);
     let incremental = canonical_dump(&env.db);
     let expected = canonical_dump(&fresh_db);
     if incremental != expected {
@@ -311,6 +312,53 @@ fn check(ops: &[Op]) {
         panic!(
             "incremental != fresh\nonly incremental: {only_inc:#?}\nonly fresh: {only_fresh:#?}"
         );
+    }
+}
+
+/// Sorts the rows of one file's session before those of another, the way
+/// the kept copy is chosen: oldest session, then path, then position.
+const ORDER: &str =
+    "(s{a}.created_ms IS NULL, coalesce(s{a}.created_ms, 0), f{a}.path, {a}.entry_rowid)";
+
+/// `copies` as sync keeps it equals what it means, computed from scratch
+/// (a subquery per row, not the window sync uses): 0 for a row with an
+/// earlier copy, else the number of rows sharing its key.
+fn assert_copies_are_current(db: &Path) {
+    let conn = rusqlite::Connection::open(db).expect("open db");
+    let order = |a: &str| ORDER.replace("{a}", a);
+    let joins = |a: &str, table: &str| {
+        format!(
+            "{table} {a} JOIN files f{a} ON f{a}.file_id = {a}.file_id
+             LEFT JOIN sessions s{a} ON s{a}.file_id = {a}.file_id"
+        )
+    };
+    let usage = format!(
+        "SELECT count(*) FROM {} WHERE u.copies <>
+           CASE WHEN EXISTS (SELECT 1 FROM {} WHERE o.dedupe_key = u.dedupe_key AND {} < {})
+                THEN 0
+                ELSE (SELECT count(*) FROM usage_records c WHERE c.dedupe_key = u.dedupe_key) END",
+        joins("u", "usage_records"),
+        joins("o", "usage_records"),
+        order("o"),
+        order("u"),
+    );
+    let same_call =
+        "o.call_id = u.call_id AND o.name IS u.name AND o.timestamp_ms IS u.timestamp_ms";
+    let tools = format!(
+        "SELECT count(*) FROM {} WHERE u.copies <>
+           CASE WHEN u.call_id IS NULL THEN 1
+                WHEN EXISTS (SELECT 1 FROM {} WHERE {same_call} AND {} < {}) THEN 0
+                ELSE (SELECT count(*) FROM tool_call_meta o WHERE {same_call}) END",
+        joins("u", "tool_call_meta"),
+        joins("o", "tool_call_meta"),
+        order("o"),
+        order("u"),
+    );
+    for (table, sql) in [("usage_records", usage), ("tool_call_meta", tools)] {
+        let wrong: i64 = conn
+            .query_row(&sql, [], |row| row.get(0))
+            .expect("check copies");
+        assert_eq!(wrong, 0, "{table}: rows whose `copies` is not current");
     }
 }
 

@@ -136,9 +136,33 @@ fn synced_sessions() -> Before {
     Before { env, fresh, hits }
 }
 
+/// Undoes migration 0009: the `copies` columns, `usage_records.dedupe_key`,
+/// their indexes and the views reading them (back to 0004's).
+fn schema_8_sql() -> String {
+    let usage = include_str!("../../migrations/0004_usage.sql");
+    let view = |name: &str| {
+        let start = usage
+            .find(&format!("CREATE VIEW {name} AS"))
+            .expect("view in 0004");
+        let len = usage[start..].find(";\n").expect("end of view") + 1;
+        &usage[start..start + len]
+    };
+    format!(
+        "DROP VIEW v_usage_records; DROP VIEW v_tool_calls_dedup;
+         {}\n{}
+         DROP INDEX usage_records_dedupe; DROP INDEX tool_call_meta_call_id;
+         ALTER TABLE usage_records DROP COLUMN copies;
+         ALTER TABLE usage_records DROP COLUMN dedupe_key;
+         ALTER TABLE tool_call_meta DROP COLUMN copies;",
+        view("v_usage_records"),
+        view("v_tool_calls_dedup")
+    )
+}
+
 /// An old-schema database is refused by queries until `sync` upgrades it in
 /// place: nothing re-read, `gone` tables dropped from the main file, and the
-/// same rows and answers as before, with the index migration 0008 adds.
+/// same rows and answers as before, with the index migration 0008 adds and
+/// the fork copies 0009 counts.
 fn assert_upgraded_in_place(before: Before, gone: &str) {
     let Before {
         env,
@@ -151,7 +175,7 @@ fn assert_upgraded_in_place(before: Before, gone: &str) {
 
     let summary = env.sync();
     assert_eq!(summary["entries_added"], 0);
-    assert_eq!(env.count("PRAGMA user_version"), 8);
+    assert_eq!(env.count("PRAGMA user_version"), 9);
     assert_eq!(
         env.count(&format!(
             "SELECT count(*) FROM sqlite_master WHERE name IN ({gone})"
@@ -197,6 +221,7 @@ fn a_schema_5_database_is_upgraded_in_place() {
          DROP INDEX entries_time;
          PRAGMA user_version = 5;",
     );
+    db_sql(&env.db, &schema_8_sql());
     assert_upgraded_in_place(before, "'fts', 'fts_trigram'");
 }
 
@@ -215,6 +240,7 @@ fn a_schema_6_database_is_upgraded_in_place() {
          DROP INDEX entries_time;
          PRAGMA user_version = 6;",
     );
+    db_sql(&env.db, &schema_8_sql());
     for shard in shard_paths(&env.db) {
         db_sql(&shard, "DROP TABLE fts_trigram; PRAGMA user_version = 1;");
     }
@@ -228,6 +254,21 @@ fn a_schema_7_database_is_upgraded_in_place() {
     db_sql(
         &before.env.db,
         "DROP INDEX entries_time; PRAGMA user_version = 7;",
+    );
+    db_sql(&before.env.db, &schema_8_sql());
+    assert_upgraded_in_place(before, "''");
+}
+
+#[test]
+fn a_schema_8_database_is_upgraded_in_place() {
+    let before = synced_sessions();
+    let copies = before
+        .env
+        .count("SELECT count(*) FROM usage_records WHERE copies = 0");
+    assert!(copies > 0, "the fixture has fork copies to fold");
+    db_sql(
+        &before.env.db,
+        &format!("{} PRAGMA user_version = 8;", schema_8_sql()),
     );
     assert_upgraded_in_place(before, "''");
 }
