@@ -5,6 +5,7 @@
 //! Expected sessions/entries are found by reading the fixture JSONL here,
 //! not from piidx's output.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -546,6 +547,54 @@ fn very_common_words_rank_a_window_but_never_lose_filtered_hits() {
     let old = search(&env, &["commonword", "--until", "2026-01-15"]);
     assert_eq!(old.len(), 1, "{old:?}");
     assert_eq!(old[0]["entry_id"], "old");
+}
+
+/// `--project`, `--cwd` and `--session` narrow a common word's matches
+/// before the newest RANK_WINDOW are ranked: a small, older project's hits
+/// are all found, never crowded out by a big project's newer ones.
+#[test]
+fn session_filters_rank_the_matches_of_their_sessions_only() {
+    let env = Env::new();
+    let (small_dir, mut small) = session_start(&env, "small");
+    for n in 0..30 {
+        let role = if n % 2 == 0 { "user" } else { "assistant" };
+        let content = if role == "user" {
+            format!(r#""commonword small {n}""#)
+        } else {
+            format!(r#"[{{"type":"text","text":"commonword small {n}"}}]"#)
+        };
+        small.push_str(&format!(
+            r#"{{"type":"message","id":"s{n}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"{role}","content":{content},"timestamp":1767225601000}}}}"#
+        ));
+        small.push('\n');
+    }
+    fs::write(small_dir.join("small.jsonl"), small).expect("write");
+    env.sync();
+    let (big_dir, mut big) = session_start(&env, "big");
+    for n in 0..piidx::query::search::RANK_WINDOW + 500 {
+        big.push_str(&format!(
+            r#"{{"type":"message","id":"b{n}","parentId":null,"timestamp":"2026-02-01T00:00:00.000Z","message":{{"role":"user","content":"commonword big {n}","timestamp":1769904000000}}}}"#
+        ));
+        big.push('\n');
+    }
+    fs::write(big_dir.join("big.jsonl"), big).expect("write");
+    env.sync();
+
+    let ids = |args: &[&str]| -> BTreeSet<String> {
+        let mut all = vec!["commonword", "--limit", "100"];
+        all.extend_from_slice(args);
+        search(&env, &all)
+            .iter()
+            .map(|hit| hit["entry_id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let all_small: BTreeSet<String> = (0..30).map(|n| format!("s{n}")).collect();
+    assert_eq!(ids(&["--project", "small"]), all_small);
+    assert_eq!(ids(&["--cwd", "/home/user/small"]), all_small);
+    assert_eq!(ids(&["--session", "small"]), all_small);
+    let small_users: BTreeSet<String> = (0..30).step_by(2).map(|n| format!("s{n}")).collect();
+    assert_eq!(ids(&["--project", "small", "--role", "user"]), small_users);
+    assert_eq!(ids(&["--project", "big"]).len(), 100);
 }
 
 /// A project folder for a session `name` under the test root, and the
