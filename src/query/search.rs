@@ -10,7 +10,8 @@
 //! * `--substring`, or trigram terms shorter than 3 characters: a scan of
 //!   the chunks' text (`scan_chunks`), newest first.
 //!
-//! Ranking is bm25 times a per-kind weight, best chunk per entry, then the top
+//! Ranking is bm25 (`rank::FUNCTION`) times a per-kind weight, best chunk per
+//! entry, then the top
 //! `limit` get a snippet (snippets are computed for those rows only; the
 //! shards store no text, so the chosen chunks are cut out of their entries
 //! by `chunk_text` and re-tokenised in a scratch table).
@@ -20,6 +21,7 @@ use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
 
 use super::chunk_text;
+use super::rank;
 use super::search_query::{Translated, has_unspaced_script, translate};
 use crate::store::Store;
 use crate::time::{format_iso_ms, parse_day, parse_iso_ms};
@@ -67,7 +69,7 @@ pub struct Hit {
     pub timestamp: Option<String>,
     /// Snippet with matches between `MARK_OPEN` and `MARK_CLOSE`.
     pub snippet: String,
-    /// Lower is better (bm25 times the kind weight); 0 for scans.
+    /// Lower is better (`rank::FUNCTION` times the kind weight); 0 for scans.
     pub score: f64,
     pub tool_name: Option<String>,
     pub json_path: String,
@@ -334,6 +336,9 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         Plan::Fts { .. } | Plan::Scan { unspaced: true, .. } => store.attach_fts()?,
         Plan::Scan { .. } => Vec::new(),
     };
+    if matches!(plan, Plan::Fts { .. }) {
+        rank::register(conn)?;
+    }
     let sources: Vec<String> = match &plan {
         Plan::Fts { table, .. } => shards.iter().map(|s| format!("{s}.{table}")).collect(),
         Plan::Scan { .. } => Vec::new(),
@@ -410,7 +415,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                     String::new()
                 };
                 let rank = if options.sort == Sort::Rank {
-                    format!("bm25({table})")
+                    format!("{}({table})", rank::FUNCTION)
                 } else {
                     "0.0".to_owned()
                 };
@@ -630,6 +635,7 @@ fn run_ranked(
                         None => {
                             let other = Store::open_read_only(path)?;
                             other.attach_fts()?;
+                            rank::register(other.connection())?;
                             slot.insert(other)
                         }
                     };
