@@ -16,6 +16,8 @@
 //! shards store no text, so the chosen chunks are cut out of their entries
 //! by `chunk_text` and re-tokenised in a scratch table).
 
+use std::collections::{HashMap, HashSet};
+
 use rusqlite::OptionalExtension;
 use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
@@ -350,10 +352,9 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         Plan::Scan { .. } => 1,
     };
     let filters = Filters::build(options, first_filter)?;
-    let order = match (options.sort, &plan) {
-        (Sort::Rank, Plan::Fts { .. }) => "score, e.timestamp_ms DESC, c.chunk_id DESC",
-        _ => "e.timestamp_ms DESC, c.chunk_id DESC",
-    };
+    // Newest first, for `--sort recent` and scans (ranked words are ordered
+    // in `weigh`).
+    let order = "e.timestamp_ms DESC, c.chunk_id DESC";
     let meta_join = if options.model.is_some() || !options.roles.is_empty() {
         "LEFT JOIN message_meta mm ON mm.entry_rowid = c.entry_rowid"
     } else {
@@ -372,11 +373,6 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         ""
     } else {
         "JOIN sessions s ON s.file_id = c.file_id"
-    };
-    let order = if entries_join.is_empty() {
-        "score, c.chunk_id DESC"
-    } else {
-        order
     };
     // bm25 costs ~1 µs per matching chunk, so a stop-word-like query (most
     // chunks match) took 100s of ms. Such queries rank only their newest
@@ -403,27 +399,41 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         } else {
             "e.timestamp_ms"
         };
-        let (sqls, expr): (Vec<String>, Option<&String>) = match &plan {
-            Plan::Fts { table, expr } => {
+        let stage = match &plan {
+            Plan::Fts { table, expr } if options.sort == Sort::Rank => {
                 // This shard's share of the newest matches (chunks are dealt
                 // to the shards in id order): FTS5 walks the doclists
                 // newest first and stops there, scoring only those.
-                let window = if windowed && !recent {
+                let window = if windowed {
                     let share = RANK_WINDOW / sources.len().max(1) as i64;
                     format!(" ORDER BY rowid DESC LIMIT {share}")
                 } else {
                     String::new()
                 };
-                let rank = if options.sort == Sort::Rank {
-                    format!("{}({table})", rank::FUNCTION)
-                } else {
-                    "0.0".to_owned()
-                };
-                // Materialized: bm25() must run in the FTS query itself. One
-                // query per shard, each on its own connection and thread
-                // (merged below).
-                let ranked = |source: &String| {
-                    if windowed && recent {
+                let sqls = sources
+                    .iter()
+                    .map(|source| {
+                        format!(
+                            "SELECT rowid, {rank}({table}) FROM {source}
+                              WHERE {table} MATCH ?1{restriction}{window}",
+                            rank = rank::FUNCTION,
+                            restriction = if restricted { restriction.as_str() } else { "" },
+                        )
+                    })
+                    .collect();
+                // ?1: a JSON array of chunk ids (`weigh`).
+                let lookup = format!(
+                    "SELECT c.chunk_id, c.entry_rowid, {KIND_WEIGHTS}, {ts}
+                     FROM json_each(?1) j JOIN chunks c ON c.chunk_id = j.value
+                     {entries_join} {sessions_join} {meta_join}
+                     WHERE 1 {filters}",
+                    filters = filters.clause(),
+                );
+                Stage::Rank { sqls, expr, lookup }
+            }
+            Plan::Fts { table, expr } => {
+                let sql = |source: &String| {
+                    if windowed {
                         // The `+` keeps the match list a filter: as an index
                         // constraint, each entry would probe every match.
                         return format!(
@@ -439,20 +449,21 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                             filters = filters.clause(),
                         );
                     }
+                    // Materialized: the match list is read once, then joined.
                     format!(
-                        "WITH m AS MATERIALIZED (
-                           SELECT rowid, {rank} AS r FROM {source}
-                            WHERE {table} MATCH ?1{restriction}{window})
-                         SELECT c.chunk_id, c.entry_rowid, m.r * {KIND_WEIGHTS} AS score, {ts}
+                        "WITH m AS MATERIALIZED (SELECT rowid FROM {source} WHERE {table} MATCH ?1)
+                         SELECT c.chunk_id, c.entry_rowid, 0.0 AS score, {ts}
                          FROM m JOIN chunks c ON c.chunk_id = m.rowid
                          {entries_join} {sessions_join} {meta_join}
                          WHERE 1 {filters}
                          ORDER BY {order} LIMIT ?2",
                         filters = filters.clause(),
-                        restriction = if restricted { restriction.as_str() } else { "" },
                     )
                 };
-                (sources.iter().map(ranked).collect(), Some(expr))
+                Stage::Recent {
+                    sqls: sources.iter().map(sql).collect(),
+                    expr,
+                }
             }
             Plan::Scan { unspaced, .. } => {
                 // A query with CJK can only match chunks holding CJK, and those
@@ -475,40 +486,62 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 };
                 // The terms are looked for by `scan_chunks`, which reads each
                 // entry once; no LIMIT: it stops at `fetch` matches itself.
-                let sql = format!(
-                    "SELECT c.chunk_id, c.entry_rowid, e.timestamp_ms, c.json_path, c.start, c.len
-                     FROM {from} JOIN sessions s ON s.file_id = c.file_id {meta_join}
-                     WHERE 1 {filters}
-                     ORDER BY {order}",
-                    filters = filters.clause(),
-                );
-                (vec![sql], None)
+                Stage::Scan {
+                    sql: format!(
+                        "SELECT c.chunk_id, c.entry_rowid, e.timestamp_ms, c.json_path, c.start, c.len
+                         FROM {from} JOIN sessions s ON s.file_id = c.file_id {meta_join}
+                         WHERE 1 {filters}
+                         ORDER BY {order}",
+                        filters = filters.clause(),
+                    ),
+                }
             }
+        };
+        let raw_error = |err: SearchError| match err {
+            SearchError::Sqlite(err) if options.raw => SearchError::RawSyntax {
+                query: options.query.clone(),
+                message: err.to_string(),
+            },
+            err => err,
+        };
+        // The shards' scored matches do not depend on how many rows are
+        // fetched: computed once, weighed again if more rows are needed.
+        let mut weighing = Weighing {
+            matches: match &stage {
+                Stage::Rank { sqls, expr, .. } => {
+                    let params = query_params(expr, None, &filters.params);
+                    shard_matches(store, &mut extra, sqls, &params).map_err(raw_error)?
+                }
+                _ => Vec::new(),
+            },
+            next: 0,
+            found: Vec::new(),
         };
         let mut fetch = limit * 4 + 16;
         let best: Vec<(i64, f64)> = loop {
-            let mut params: Vec<SqlValue> = match expr {
-                Some(expr) => vec![expr.clone().into(), (fetch as i64).into()],
-                None => Vec::new(),
-            };
-            params.extend(filters.params.iter().cloned());
-            let rows = match &plan {
-                Plan::Fts { .. } => {
-                    run_ranked(store, &mut extra, &sqls, &params, options.sort, fetch)
+            let rows = match &stage {
+                Stage::Rank { lookup, .. } => weigh(
+                    store,
+                    &mut extra,
+                    lookup,
+                    &mut weighing,
+                    &filters.params,
+                    fetch,
+                ),
+                Stage::Recent { sqls, expr } => {
+                    let params = query_params(expr, Some(fetch), &filters.params);
+                    run_recent(store, &mut extra, sqls, &params, fetch)
                 }
-                Plan::Scan { terms, .. } => scan_chunks(conn, &sqls[0], &params, terms, fetch),
-            };
-            let rows = match rows {
-                Ok(rows) => rows,
-                Err(SearchError::Sqlite(err)) if options.raw => {
-                    return Err(SearchError::RawSyntax {
-                        query: options.query.clone(),
-                        message: err.to_string(),
-                    });
+                Stage::Scan { sql } => {
+                    let terms = match &plan {
+                        Plan::Scan { terms, .. } => terms.as_slice(),
+                        Plan::Fts { .. } => &[],
+                    };
+                    scan_chunks(conn, sql, &filters.params, terms, fetch)
                 }
-                Err(err) => return Err(err),
-            };
-            let mut seen = std::collections::HashSet::new();
+            }
+            .map_err(raw_error)?;
+            let mut seen = HashSet::new();
             let best: Vec<(i64, f64)> = rows
                 .iter()
                 .filter(|row| seen.insert(row.entry_rowid))
@@ -536,7 +569,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     let chosen: Vec<i64> = best.iter().map(|(chunk_id, _)| *chunk_id).collect();
     let mut fts_snippets = match &plan {
         Plan::Fts { table, expr } => snippets_of(conn, table, expr, &chosen)?,
-        Plan::Scan { .. } => std::collections::HashMap::new(),
+        Plan::Scan { .. } => HashMap::new(),
     };
     let mut details = conn.prepare(&format!(
         "SELECT {HIT_COLUMNS} FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
@@ -592,44 +625,68 @@ struct Ranked {
     timestamp_ms: Option<i64>,
 }
 
-/// Runs the stage-1 queries: `sqls[0]` on `store`, `sqls[k]` on `extra[k-1]`
-/// (opened on first use) in threads; merges their rows in the queries' own
-/// order (score, then newest first; or newest first for `Sort::Recent`) and
-/// keeps `fetch`.
-fn run_ranked(
+/// Stage 1's queries, by plan and sort.
+enum Stage<'a> {
+    /// Ranked words: one scoring query per shard (`shard_matches`), then a
+    /// lookup of each chunk's weight, time and filters (`weigh`).
+    Rank {
+        sqls: Vec<String>,
+        expr: &'a str,
+        lookup: String,
+    },
+    /// Words, newest first: one query per shard, joined in SQL (`run_recent`).
+    Recent { sqls: Vec<String>, expr: &'a str },
+    /// Chunk text tested in Rust (`scan_chunks`).
+    Scan { sql: String },
+}
+
+/// A word query's parameters: the MATCH expression as ?1, the row limit as
+/// ?2 (NULL when the query has none), then the filters from ?3.
+fn query_params(expr: &str, limit: Option<usize>, filters: &[SqlValue]) -> Vec<SqlValue> {
+    let limit = limit.map_or(SqlValue::Null, |limit| SqlValue::Integer(limit as i64));
+    [SqlValue::Text(expr.to_owned()), limit]
+        .into_iter()
+        .chain(filters.iter().cloned())
+        .collect()
+}
+
+/// Runs `sql` with as many of `params` as it has parameters: a restriction
+/// or lookup refers to some of the filters only.
+fn query_rows<T>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: &[SqlValue],
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let used = stmt.parameter_count().min(params.len());
+    stmt.query_map(rusqlite::params_from_iter(&params[..used]), row)?
+        .collect()
+}
+
+/// Runs `jobs[0]` on `store` and `jobs[k]` on `extra[k-1]` (opened on first
+/// use, by its own thread, while this one runs the first), in parallel:
+/// several shards on one connection would be queried one after another.
+fn on_connections<J: Sync, T: Send>(
     store: &Store,
     extra: &mut [Option<Store>],
-    sqls: &[String],
-    params: &[SqlValue],
-    sort: Sort,
-    fetch: usize,
-) -> Result<Vec<Ranked>, SearchError> {
-    let conn = store.connection();
-    let query = |conn: &rusqlite::Connection, sql: &str| -> rusqlite::Result<Vec<Ranked>> {
-        let mut stmt = conn.prepare(sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
-            Ok(Ranked {
-                chunk_id: row.get(0)?,
-                entry_rowid: row.get(1)?,
-                score: row.get(2)?,
-                timestamp_ms: row.get(3)?,
-            })
-        })?;
-        rows.collect()
-    };
-    let Some((first, rest)) = sqls.split_first() else {
+    jobs: &[J],
+    run: impl Fn(&rusqlite::Connection, &J) -> rusqlite::Result<Vec<T>> + Sync,
+) -> Result<Vec<T>, SearchError> {
+    let Some((first, rest)) = jobs.split_first() else {
         return Ok(Vec::new());
     };
     if rest.is_empty() {
-        return Ok(query(conn, first)?);
+        return Ok(run(store.connection(), first)?);
     }
     let path = store.path();
-    let mut rows = std::thread::scope(|scope| {
+    let run = &run;
+    std::thread::scope(|scope| {
         let handles: Vec<_> = extra
             .iter_mut()
             .zip(rest)
-            .map(|(slot, sql)| {
-                scope.spawn(move || -> Result<Vec<Ranked>, SearchError> {
+            .map(|(slot, job)| {
+                scope.spawn(move || -> Result<Vec<T>, SearchError> {
                     let other = match slot {
                         Some(other) => other,
                         None => {
@@ -639,28 +696,154 @@ fn run_ranked(
                             slot.insert(other)
                         }
                     };
-                    Ok(query(other.connection(), sql)?)
+                    Ok(run(other.connection(), job)?)
                 })
             })
             .collect();
-        let mut rows = query(conn, first)?;
+        let mut rows = run(store.connection(), first)?;
         for handle in handles {
             match handle.join() {
                 Ok(more) => rows.extend(more?),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        Ok::<_, SearchError>(rows)
+        Ok(rows)
+    })
+}
+
+/// Every shard's scored matches (chunk id, bm25), best first.
+fn shard_matches(
+    store: &Store,
+    extra: &mut [Option<Store>],
+    sqls: &[String],
+    params: &[SqlValue],
+) -> Result<Vec<(i64, f64)>, SearchError> {
+    let mut matches = on_connections(store, extra, sqls, |conn, sql| {
+        query_rows(conn, sql, params, |row| Ok((row.get(0)?, row.get(1)?)))
     })?;
-    let newest = |a: &Ranked, b: &Ranked| {
-        b.timestamp_ms
-            .cmp(&a.timestamp_ms)
-            .then(b.chunk_id.cmp(&a.chunk_id))
-    };
-    match sort {
-        Sort::Rank => rows.sort_by(|a, b| a.score.total_cmp(&b.score).then_with(|| newest(a, b))),
-        Sort::Recent => rows.sort_by(newest),
+    matches.sort_by(|a: &(i64, f64), b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    Ok(matches)
+}
+
+/// The shards' matches on their way through `weigh`.
+struct Weighing {
+    /// Every match, best bm25 first.
+    matches: Vec<(i64, f64)>,
+    /// How many of `matches` have been looked up.
+    next: usize,
+    /// Those that passed the filters, weighted, best first.
+    found: Vec<Ranked>,
+}
+
+/// The best `fetch` matches once weighted by kind and filtered: score, then
+/// newest first. The matches' chunks are looked up in the main file
+/// (`lookup`, which applies the filters) in bm25 order, in batches that
+/// double, and only until no later match can make the best `fetch`: a
+/// weight is at most 1 and bm25 is negative, so a match scores at best its
+/// bm25. Joining every match to `chunks` cost a random page read per match,
+/// 2–7 ms for a shard's 2,500 (docs/performance.md). Big batches (filters
+/// that reject most matches) are split over the shards' connections.
+fn weigh(
+    store: &Store,
+    extra: &mut [Option<Store>],
+    lookup: &str,
+    weighing: &mut Weighing,
+    filters: &[SqlValue],
+    fetch: usize,
+) -> Result<Vec<Ranked>, SearchError> {
+    let mut batch = fetch;
+    loop {
+        let settled = match (
+            weighing.found.get(fetch - 1),
+            weighing.matches.get(weighing.next),
+        ) {
+            (_, None) => true,
+            (Some(worst), Some(&(_, bm25))) => bm25 > worst.score,
+            (None, Some(_)) => false,
+        };
+        if settled {
+            break;
+        }
+        let end = (weighing.next + batch).min(weighing.matches.len());
+        let bm25s: HashMap<i64, f64> = weighing.matches[weighing.next..end]
+            .iter()
+            .copied()
+            .collect();
+        // In id order: neighbouring chunks share B-tree pages.
+        let mut ids: Vec<i64> = bm25s.keys().copied().collect();
+        ids.sort_unstable();
+        let parts = if ids.len() >= PARALLEL_LOOKUPS {
+            extra.len() + 1
+        } else {
+            1
+        };
+        let jobs: Vec<String> = ids
+            .chunks(ids.len().div_ceil(parts).max(1))
+            .map(json_array)
+            .collect();
+        let rows = on_connections(store, extra, &jobs, |conn, ids| {
+            query_rows(conn, lookup, &query_params(ids, None, filters), |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get::<_, f64>(2)?, row.get(3)?))
+            })
+        })?;
+        for (chunk_id, entry_rowid, weight, timestamp_ms) in rows {
+            if let Some(bm25) = bm25s.get(&chunk_id) {
+                weighing.found.push(Ranked {
+                    chunk_id,
+                    entry_rowid,
+                    score: bm25 * weight,
+                    timestamp_ms,
+                });
+            }
+        }
+        weighing.found.sort_by(by_score);
+        weighing.next = end;
+        batch *= 2;
     }
+    Ok(weighing.found.iter().take(fetch).copied().collect())
+}
+
+/// From this many chunks on, `weigh` splits a batch over the connections.
+const PARALLEL_LOOKUPS: usize = 2048;
+
+/// `[1,2,3]`: ids for `json_each`.
+fn json_array(ids: &[i64]) -> String {
+    let items: Vec<String> = ids.iter().map(i64::to_string).collect();
+    format!("[{}]", items.join(","))
+}
+
+/// Newest first: entry time, then chunk id (later chunks are newer).
+fn by_time(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    b.timestamp_ms
+        .cmp(&a.timestamp_ms)
+        .then(b.chunk_id.cmp(&a.chunk_id))
+}
+
+/// Best score first, ties newest first.
+fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    a.score.total_cmp(&b.score).then_with(|| by_time(a, b))
+}
+
+/// `--sort recent`'s stage 1: every shard's query, merged newest first,
+/// `fetch` kept.
+fn run_recent(
+    store: &Store,
+    extra: &mut [Option<Store>],
+    sqls: &[String],
+    params: &[SqlValue],
+    fetch: usize,
+) -> Result<Vec<Ranked>, SearchError> {
+    let mut rows = on_connections(store, extra, sqls, |conn, sql| {
+        query_rows(conn, sql, params, |row| {
+            Ok(Ranked {
+                chunk_id: row.get(0)?,
+                entry_rowid: row.get(1)?,
+                score: row.get(2)?,
+                timestamp_ms: row.get(3)?,
+            })
+        })
+    })?;
+    rows.sort_by(by_time);
     rows.truncate(fetch);
     Ok(rows)
 }
@@ -889,7 +1072,7 @@ fn snippets_of(
     table: &str,
     expr: &str,
     chunk_ids: &[i64],
-) -> rusqlite::Result<std::collections::HashMap<i64, String>> {
+) -> rusqlite::Result<HashMap<i64, String>> {
     let tokenize = if table == "fts_trigram" {
         "trigram"
     } else {

@@ -660,3 +660,164 @@ fn sort_recent_looks_at_the_newest_entries_first_but_never_loses_older_hits() {
         newest(100, 103)
     );
 }
+
+/// Entry ids and their scores, best first.
+type Ranking = Vec<(String, f64)>;
+
+/// Ranking looks chunks up lazily, in bm25 order, until no later match can
+/// make the top (`weigh`). Whatever the kind weights and filters, the hits
+/// must be exactly those of ranking every match: here tool results match
+/// best by bm25 but weigh 0.5, and user entries match worst, so `--role
+/// user` weighs every match, the last batch split over both shards'
+/// connections.
+#[test]
+fn lazy_weighing_returns_exactly_the_full_ranking() {
+    let env = Env::new();
+    let (dir, mut text) = session_start(&env, "weights");
+    // Fewer matches than the rank window: every one of them is ranked.
+    let count = 4_900;
+    assert!(count < piidx::query::search::RANK_WINDOW);
+    for n in 0..count {
+        let ms = 1_767_225_600_000 + n * 1000;
+        let filler = "alpha beta gamma ".repeat((n * 7 % 13) as usize);
+        let (id, timestamp) = (format!("m{n}"), format_iso_ms(ms));
+        let line = match n % 10 {
+            9 => {
+                let body = format!("commonword {filler}{}", "delta epsilon ".repeat(20));
+                serde_json::json!({"type": "message", "id": id, "parentId": null,
+                    "timestamp": timestamp,
+                    "message": {"role": "user", "content": body, "timestamp": ms}})
+            }
+            7 | 8 => {
+                let body = format!("commonword commonword {filler}");
+                serde_json::json!({"type": "message", "id": id, "parentId": null,
+                    "timestamp": timestamp, "message": {"role": "assistant",
+                    "content": [{"type": "thinking", "thinking": body}], "timestamp": ms}})
+            }
+            _ => {
+                let body = format!("{}{filler}", "commonword ".repeat(1 + (n % 4) as usize));
+                serde_json::json!({"type": "message", "id": id, "parentId": null,
+                    "timestamp": timestamp, "message": {"role": "toolResult",
+                    "toolCallId": format!("c{n}"), "toolName": "bash", "isError": false,
+                    "content": [{"type": "text", "text": body}], "timestamp": ms}})
+            }
+        };
+        text.push_str(&format!("{line}\n"));
+    }
+    fs::write(dir.join("weights.jsonl"), text).expect("write");
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--root", &root, "--fts-shards", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Every match, scored and weighed as docs/search.md defines it, best
+    // chunk per entry, ties newest first.
+    let store = piidx::store::Store::open_read_only(&env.db).expect("open");
+    let shards = store.attach_fts().expect("shards");
+    assert_eq!(shards.len(), 2);
+    let conn = store.connection();
+    piidx::query::rank::register(conn).expect("register");
+    let scored = |expr: &str, kinds: &[&str], since_ms: i64, weights: &str| {
+        let mut rows: Vec<(f64, i64, i64, String)> = Vec::new();
+        for shard in &shards {
+            let sql = format!(
+                "SELECT m.score * {weights}, e.timestamp_ms, c.chunk_id, e.entry_id, c.kind
+                 FROM (SELECT rowid, piidx_bm25(fts) AS score FROM {shard}.fts
+                       WHERE fts MATCH ?1) m
+                 JOIN chunks c ON c.chunk_id = m.rowid
+                 JOIN entries e ON e.entry_rowid = c.entry_rowid
+                 WHERE e.timestamp_ms >= ?2"
+            );
+            let mut stmt = conn.prepare(&sql).expect("prepare");
+            let found = stmt
+                .query_map(rusqlite::params![expr, since_ms], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
+                })
+                .expect("query")
+                .collect::<rusqlite::Result<Vec<(f64, i64, i64, String, String)>>>()
+                .expect("rows");
+            rows.extend(
+                found
+                    .into_iter()
+                    .filter(|row| kinds.is_empty() || kinds.contains(&row.4.as_str()))
+                    .map(|(score, ts, chunk, entry, _)| (score, ts, chunk, entry)),
+            );
+        }
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
+        let mut seen = BTreeSet::new();
+        rows.into_iter()
+            .filter(|row| seen.insert(row.3.clone()))
+            .map(|(score, _, _, entry)| (entry, score))
+            .collect::<Ranking>()
+    };
+    let weights = "CASE c.kind WHEN 'user' THEN 1.0 WHEN 'tool_result' THEN 0.5 ELSE 0.7 END";
+    let ranked = |expr: &str, kinds: &[&str], since_ms: i64| scored(expr, kinds, since_ms, weights);
+    let hits = |args: &[&str]| -> Ranking {
+        search(&env, args)
+            .iter()
+            .map(|hit| {
+                let entry = hit["entry_id"].as_str().unwrap_or_default().to_owned();
+                (entry, hit["score"].as_f64().unwrap_or_default())
+            })
+            .collect()
+    };
+    let mid_ms = 1_767_225_600_000 + count / 2 * 1000;
+    let mid = format_iso_ms(mid_ms);
+    let cases: Vec<(Vec<&str>, Ranking)> = vec![
+        (
+            vec!["commonword", "--limit", "10"],
+            ranked("commonword", &[], 0),
+        ),
+        (
+            vec!["commonword", "--role", "user", "--limit", "200"],
+            ranked("commonword", &["user"], 0),
+        ),
+        (
+            vec![
+                "commonword",
+                "--role",
+                "thinking",
+                "--since",
+                &mid,
+                "--limit",
+                "7",
+            ],
+            ranked("commonword", &["thinking"], mid_ms),
+        ),
+        (
+            vec!["commonword delta", "--limit", "10"],
+            ranked("commonword AND delta", &[], 0),
+        ),
+    ];
+    for (args, all) in cases {
+        let limit: usize = args[args.len() - 1].parse().expect("limit");
+        let want: Ranking = all.into_iter().take(limit).collect();
+        let got = hits(&args);
+        assert_eq!(got.len(), want.len(), "{args:?}");
+        for ((got_id, got_score), (want_id, want_score)) in got.iter().zip(&want) {
+            assert_eq!(got_id, want_id, "{args:?}: {got:?}\nwant {want:?}");
+            assert!((got_score - want_score).abs() < 1e-9, "{args:?} {got_id}");
+        }
+    }
+    // The weights matter here: ranked by bm25 alone, the top is another.
+    let top = |ranking: Ranking| -> Vec<String> {
+        ranking
+            .into_iter()
+            .take(10)
+            .map(|(entry, _)| entry)
+            .collect()
+    };
+    assert_ne!(
+        top(scored("commonword", &[], 0, "1.0")),
+        top(ranked("commonword", &[], 0))
+    );
+}
