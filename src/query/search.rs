@@ -526,7 +526,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                     lookup,
                     &mut weighing,
                     &filters.params,
-                    fetch,
+                    limit,
                 ),
                 Stage::Recent { sqls, expr } => {
                     let params = query_params(expr, Some(fetch), &filters.params);
@@ -541,12 +541,9 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
                 }
             }
             .map_err(raw_error)?;
-            let mut seen = HashSet::new();
-            let best: Vec<(i64, f64)> = rows
+            let best: Vec<(i64, f64)> = best_per_entry(&rows, limit)
                 .iter()
-                .filter(|row| seen.insert(row.entry_rowid))
                 .map(|row| (row.chunk_id, row.score))
-                .take(limit)
                 .collect();
             if best.len() == limit || rows.len() < fetch {
                 break best;
@@ -735,34 +732,36 @@ struct Weighing {
     found: Vec<Ranked>,
 }
 
-/// The best `fetch` matches once weighted by kind and filtered: score, then
-/// newest first. The matches' chunks are looked up in the main file
-/// (`lookup`, which applies the filters) in bm25 order, in batches that
-/// double, and only until no later match can make the best `fetch`: a
-/// weight is at most 1 and bm25 is negative, so a match scores at best its
-/// bm25. Joining every match to `chunks` cost a random page read per match,
-/// 2–7 ms for a shard's 2,500 (docs/performance.md). Big batches (filters
-/// that reject most matches) are split over the shards' connections.
+/// The best `limit` entries once their matches are weighted by kind and
+/// filtered (each entry's best chunk: score, then newest first). The
+/// matches' chunks are looked up in the main file (`lookup`, which applies
+/// the filters) in bm25 order, in batches that double, and only until no
+/// later match can enter the top: a weight is at most 1 and bm25 is
+/// negative, so a match scores at best its bm25, and once that is worse
+/// than the `limit`-th entry's score, no later match can displace an entry
+/// or improve one of them. Joining every match to `chunks` cost a random
+/// page read per match, 2–7 ms for a shard's 2,500 (docs/performance.md).
+/// Big batches (filters that reject most matches) are split over the
+/// shards' connections.
 fn weigh(
     store: &Store,
     extra: &mut [Option<Store>],
     lookup: &str,
     weighing: &mut Weighing,
     filters: &[SqlValue],
-    fetch: usize,
+    limit: usize,
 ) -> Result<Vec<Ranked>, SearchError> {
-    let mut batch = fetch;
+    let mut batch = limit * 2 + 16;
     loop {
-        let settled = match (
-            weighing.found.get(fetch - 1),
-            weighing.matches.get(weighing.next),
-        ) {
-            (_, None) => true,
-            (Some(worst), Some(&(_, bm25))) => bm25 > worst.score,
-            (None, Some(_)) => false,
+        let top = best_per_entry(&weighing.found, limit);
+        let settled = match weighing.matches.get(weighing.next) {
+            None => true,
+            Some(&(_, bm25)) => {
+                top.len() == limit && top.last().is_some_and(|worst| bm25 > worst.score)
+            }
         };
         if settled {
-            break;
+            return Ok(top);
         }
         let end = (weighing.next + batch).min(weighing.matches.len());
         let bm25s: HashMap<i64, f64> = weighing.matches[weighing.next..end]
@@ -800,7 +799,17 @@ fn weigh(
         weighing.next = end;
         batch *= 2;
     }
-    Ok(weighing.found.iter().take(fetch).copied().collect())
+}
+
+/// The first `limit` rows of distinct entries: each entry's best chunk,
+/// as `rows` are sorted best first.
+fn best_per_entry(rows: &[Ranked], limit: usize) -> Vec<Ranked> {
+    let mut seen = HashSet::new();
+    rows.iter()
+        .filter(|row| seen.insert(row.entry_rowid))
+        .take(limit)
+        .copied()
+        .collect()
 }
 
 /// From this many chunks on, `weigh` splits a batch over the connections.
