@@ -1087,15 +1087,25 @@ fn snippets_of(
     } else {
         "unicode61 remove_diacritics 2"
     };
-    let scratch = rusqlite::Connection::open_in_memory()?;
+    let mut scratch = rusqlite::Connection::open_in_memory()?;
     scratch.execute_batch(&format!(
         "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
     ))?;
-    let mut insert = scratch.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
-    for &chunk_id in chunk_ids {
-        let text = chunk_body(conn, chunk_id)?;
-        insert.execute(rusqlite::params![chunk_id, text.unwrap_or_default()])?;
+    // In one transaction and in rowid order: FTS5 writes its pending terms
+    // out as a segment at every commit, and before any row whose id is not
+    // above the last one's. In rank order, one by one, nearly every insert
+    // wrote a segment (2–3 ms of a search).
+    let mut ids = chunk_ids.to_vec();
+    ids.sort_unstable();
+    let filling = scratch.transaction()?;
+    {
+        let mut insert = filling.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
+        for &chunk_id in &ids {
+            let text = chunk_body(conn, chunk_id)?;
+            insert.execute(rusqlite::params![chunk_id, text.unwrap_or_default()])?;
+        }
     }
+    filling.commit()?;
     let mut snippets = scratch.prepare(
         "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
     )?;
