@@ -357,8 +357,7 @@ fn export(db: PathBuf, args: ExportArgs) -> Result<ExitCode> {
 }
 
 fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
-    use piidx::query::search::{MARK_CLOSE, MARK_OPEN, SearchOptions, Sort};
-    let store = Store::open_read_only(&db)?;
+    use piidx::query::search::{MARK_CLOSE, MARK_OPEN, SearchOptions, ShardConnections, Sort};
     let options = SearchOptions {
         query: args.query,
         project: args.project,
@@ -379,7 +378,10 @@ fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
         raw: args.raw,
         substring: args.substring,
     };
-    let mut hits = query::search::search(&store, &options)?;
+    // The shards' own connections open while this thread opens the main one.
+    let shard_connections = ShardConnections::open(&db, &options);
+    let store = Store::open_read_only(&db)?;
+    let mut hits = query::search::search(&store, shard_connections, &options)?;
     let mut out = buffered_stdout();
     let colour = !args.json && std::io::stdout().is_terminal();
     let (open, close) = if colour {

@@ -17,6 +17,8 @@
 //! by `chunk_text` and re-tokenised in a scratch table).
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
 
 use rusqlite::OptionalExtension;
 use rusqlite::types::Value as SqlValue;
@@ -113,6 +115,8 @@ pub enum SearchError {
     Sqlite(#[from] rusqlite::Error),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error("a full-text shard's connection failed: {0}")]
+    ShardConnection(String),
 }
 
 /// Weight applied to bm25 (which is negative: more negative is better).
@@ -329,8 +333,13 @@ const HIT_COLUMNS: &str =
     "s.session_id, s.file_path, s.name, s.first_message, s.cwd, e.entry_id, c.kind,
      e.type, e.timestamp_ms, c.tool_name, c.json_path, e.line_no, c.chunk_id";
 
-/// Runs a search and returns at most `options.limit` hits.
-pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, SearchError> {
+/// Runs a search and returns at most `options.limit` hits. `store` queries
+/// the first shard, `shard_connections` the others.
+pub fn search(
+    store: &Store,
+    shard_connections: ShardConnections,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, SearchError> {
     let plan = plan(options)?;
     let limit = options.limit.max(1);
     let conn = store.connection();
@@ -387,10 +396,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
     let mut windowed = (lean || recent) && !options.raw;
     let restriction = filters.fts_restriction();
     let mut restricted = false;
-    // Shards after the first are queried in parallel, each on a connection
-    // of its own (several shards on one connection run one after another),
-    // opened by its thread while this one queries the first shard.
-    let mut extra: Vec<Option<Store>> = (1..sources.len()).map(|_| None).collect();
+    let extra = shard_connections.take(sources.len().saturating_sub(1), store.path());
     let best: Vec<(i64, f64)> = loop {
         // Stage 1 ranks chunks without touching their text (no GROUP BY: one
         // entry's several chunks are merged below, fetching more rows if needed).
@@ -510,7 +516,7 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
             matches: match &stage {
                 Stage::Rank { sqls, expr, .. } => {
                     let params = query_params(expr, None, &filters.params);
-                    shard_matches(store, &mut extra, sqls, &params).map_err(raw_error)?
+                    shard_matches(store, &extra, sqls, &params).map_err(raw_error)?
                 }
                 _ => Vec::new(),
             },
@@ -520,17 +526,12 @@ pub fn search(store: &Store, options: &SearchOptions) -> Result<Vec<Hit>, Search
         let mut fetch = limit * 4 + 16;
         let best: Vec<(i64, f64)> = loop {
             let rows = match &stage {
-                Stage::Rank { lookup, .. } => weigh(
-                    store,
-                    &mut extra,
-                    lookup,
-                    &mut weighing,
-                    &filters.params,
-                    limit,
-                ),
+                Stage::Rank { lookup, .. } => {
+                    weigh(store, &extra, lookup, &mut weighing, &filters.params, limit)
+                }
                 Stage::Recent { sqls, expr } => {
                     let params = query_params(expr, Some(fetch), &filters.params);
-                    run_recent(store, &mut extra, sqls, &params, fetch)
+                    run_recent(store, &extra, sqls, &params, fetch)
                 }
                 Stage::Scan { sql } => {
                     let terms = match &plan {
@@ -661,62 +662,142 @@ fn query_rows<T>(
         .collect()
 }
 
-/// Runs `jobs[0]` on `store` and `jobs[k]` on `extra[k-1]` (opened on first
-/// use, by its own thread, while this one runs the first), in parallel:
-/// several shards on one connection would be queried one after another.
-fn on_connections<J: Sync, T: Send>(
+/// Connections of their own for the full-text shards after the first, so
+/// that every shard is queried at once (on one connection, shards are
+/// queried one after another). Each lives on a thread of its own, opened
+/// there from the start of the command while the main connection opens,
+/// and runs the queries sent to it. Opened when first needed, on a thread
+/// per query, it took ~1.9 ms of a search's critical path (open, schema,
+/// attach), and on two cores a new thread next to the one opening waited
+/// up to a millisecond to be scheduled.
+#[derive(Default)]
+pub struct ShardConnections(Vec<ShardConnection>);
+
+impl ShardConnections {
+    /// Starts opening one connection per shard file after the first that
+    /// `db` has, when `options` will query the shards (a word or trigram
+    /// search; a scan reads the main file only). A connection the search
+    /// turns out not to need is closed unused.
+    pub fn open(db: &Path, options: &SearchOptions) -> ShardConnections {
+        if !matches!(plan(options), Ok(Plan::Fts { .. })) {
+            return ShardConnections::default();
+        }
+        let opening = (1..)
+            .take_while(|&shard| crate::store::shard_path(db, shard).exists())
+            .map(|_| ShardConnection::open(db.to_owned()))
+            .collect();
+        ShardConnections(opening)
+    }
+
+    /// Exactly `count` of them: those opening in advance, then new ones.
+    fn take(mut self, count: usize, db: &Path) -> Vec<ShardConnection> {
+        self.0.truncate(count);
+        while self.0.len() < count {
+            self.0.push(ShardConnection::open(db.to_owned()));
+        }
+        self.0
+    }
+}
+
+/// Work for a `ShardConnection`'s thread: its connection, or why it could
+/// not be opened.
+type Job = Box<dyn FnOnce(Result<&rusqlite::Connection, &str>) + Send>;
+
+/// One of `ShardConnections`: the queue of its thread, which ends (and
+/// closes the connection) when this is dropped.
+struct ShardConnection {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl ShardConnection {
+    fn open(db: PathBuf) -> ShardConnection {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::spawn(move || {
+            let opened = open_shard_connection(&db).map_err(|err| err.to_string());
+            for job in queue {
+                job(opened
+                    .as_ref()
+                    .map(Store::connection)
+                    .map_err(String::as_str));
+            }
+        });
+        ShardConnection { jobs }
+    }
+
+    /// Runs `query` on the connection's thread; the result arrives on the
+    /// returned channel.
+    fn run<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<Vec<T>> + Send + 'static,
+    ) -> mpsc::Receiver<Result<Vec<T>, SearchError>> {
+        let (reply, replied) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |conn| {
+            let rows = match conn {
+                Ok(conn) => query(conn).map_err(SearchError::from),
+                Err(message) => Err(SearchError::ShardConnection(message.to_owned())),
+            };
+            // The search stopped waiting (it failed on another connection).
+            let _ = reply.send(rows);
+        });
+        // A thread that is gone has dropped the job with its `reply`: the
+        // receiver says so.
+        let _ = self.jobs.send(job);
+        replied
+    }
+}
+
+/// A read connection with the shards attached and `rank::FUNCTION`.
+fn open_shard_connection(db: &Path) -> Result<Store, SearchError> {
+    let store = Store::open_read_only(db)?;
+    store.attach_fts()?;
+    rank::register(store.connection())?;
+    Ok(store)
+}
+
+/// Runs `jobs[0]` on `store` and `jobs[k]` on `extra[k-1]`, all at once.
+/// There are never more jobs than connections.
+fn on_connections<J, T>(
     store: &Store,
-    extra: &mut [Option<Store>],
-    jobs: &[J],
-    run: impl Fn(&rusqlite::Connection, &J) -> rusqlite::Result<Vec<T>> + Sync,
-) -> Result<Vec<T>, SearchError> {
-    let Some((first, rest)) = jobs.split_first() else {
+    extra: &[ShardConnection],
+    jobs: Vec<J>,
+    run: impl Fn(&rusqlite::Connection, &J) -> rusqlite::Result<Vec<T>> + Clone + Send + 'static,
+) -> Result<Vec<T>, SearchError>
+where
+    J: Send + 'static,
+    T: Send + 'static,
+{
+    let mut jobs = jobs.into_iter();
+    let Some(first) = jobs.next() else {
         return Ok(Vec::new());
     };
-    if rest.is_empty() {
-        return Ok(run(store.connection(), first)?);
+    let replies: Vec<_> = extra
+        .iter()
+        .zip(jobs)
+        .map(|(connection, job)| {
+            let run = run.clone();
+            connection.run(move |conn| run(conn, &job))
+        })
+        .collect();
+    let mut rows = run(store.connection(), &first)?;
+    for reply in replies {
+        let more = reply.recv().map_err(|_| {
+            SearchError::ShardConnection("its thread stopped before answering".to_owned())
+        })?;
+        rows.extend(more?);
     }
-    let path = store.path();
-    let run = &run;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = extra
-            .iter_mut()
-            .zip(rest)
-            .map(|(slot, job)| {
-                scope.spawn(move || -> Result<Vec<T>, SearchError> {
-                    let other = match slot {
-                        Some(other) => other,
-                        None => {
-                            let other = Store::open_read_only(path)?;
-                            other.attach_fts()?;
-                            rank::register(other.connection())?;
-                            slot.insert(other)
-                        }
-                    };
-                    Ok(run(other.connection(), job)?)
-                })
-            })
-            .collect();
-        let mut rows = run(store.connection(), first)?;
-        for handle in handles {
-            match handle.join() {
-                Ok(more) => rows.extend(more?),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        Ok(rows)
-    })
+    Ok(rows)
 }
 
 /// Every shard's scored matches (chunk id, bm25), best first.
 fn shard_matches(
     store: &Store,
-    extra: &mut [Option<Store>],
+    extra: &[ShardConnection],
     sqls: &[String],
     params: &[SqlValue],
 ) -> Result<Vec<(i64, f64)>, SearchError> {
-    let mut matches = on_connections(store, extra, sqls, |conn, sql| {
-        query_rows(conn, sql, params, |row| Ok((row.get(0)?, row.get(1)?)))
+    let params: Arc<[SqlValue]> = params.into();
+    let mut matches = on_connections(store, extra, sqls.to_vec(), move |conn, sql| {
+        query_rows(conn, sql, &params, |row| Ok((row.get(0)?, row.get(1)?)))
     })?;
     matches.sort_by(|a: &(i64, f64), b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
     Ok(matches)
@@ -745,12 +826,14 @@ struct Weighing {
 /// shards' connections.
 fn weigh(
     store: &Store,
-    extra: &mut [Option<Store>],
+    extra: &[ShardConnection],
     lookup: &str,
     weighing: &mut Weighing,
     filters: &[SqlValue],
     limit: usize,
 ) -> Result<Vec<Ranked>, SearchError> {
+    // Shared with the connections' threads.
+    let (lookup, filters): (Arc<str>, Arc<[SqlValue]>) = (lookup.into(), filters.into());
     let mut batch = limit * 2 + 16;
     loop {
         let top = best_per_entry(&weighing.found, limit);
@@ -780,8 +863,9 @@ fn weigh(
             .chunks(ids.len().div_ceil(parts).max(1))
             .map(json_array)
             .collect();
-        let rows = on_connections(store, extra, &jobs, |conn, ids| {
-            query_rows(conn, lookup, &query_params(ids, None, filters), |row| {
+        let (lookup, filters) = (lookup.clone(), filters.clone());
+        let rows = on_connections(store, extra, jobs, move |conn, ids| {
+            query_rows(conn, &lookup, &query_params(ids, None, &filters), |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get::<_, f64>(2)?, row.get(3)?))
             })
         })?;
@@ -837,13 +921,14 @@ fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
 /// `fetch` kept.
 fn run_recent(
     store: &Store,
-    extra: &mut [Option<Store>],
+    extra: &[ShardConnection],
     sqls: &[String],
     params: &[SqlValue],
     fetch: usize,
 ) -> Result<Vec<Ranked>, SearchError> {
-    let mut rows = on_connections(store, extra, sqls, |conn, sql| {
-        query_rows(conn, sql, params, |row| {
+    let params: Arc<[SqlValue]> = params.into();
+    let mut rows = on_connections(store, extra, sqls.to_vec(), move |conn, sql| {
+        query_rows(conn, sql, &params, |row| {
             Ok(Ranked {
                 chunk_id: row.get(0)?,
                 entry_rowid: row.get(1)?,
