@@ -14,7 +14,8 @@
 //! against the first: on a VM whose speed drifts by more than the change
 //! being measured, the pairs still compare like with like. Before timing,
 //! it checks that every binary prints the same `--json` output for each
-//! query. The default queries are `bench/run`'s.
+//! query. The default queries are `bench/run`'s; `-q` adds the search's
+//! own arguments after ` ;; ` separators: `-q 'the ;; --sort ;; recent'`.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -75,7 +76,9 @@ fn parse_args() -> Result<Args, String> {
 fn search(args: &Args, binary: &PathBuf, query: &str) -> Command {
     let mut command = Command::new(binary);
     command
-        .args(["search", query, "--json", "--limit", &args.limit, "--db"])
+        .arg("search")
+        .args(query.split(" ;; "))
+        .args(["--json", "--limit", &args.limit, "--db"])
         .arg(&args.db);
     command
 }
