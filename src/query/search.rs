@@ -396,7 +396,7 @@ pub fn search(
     let mut windowed = (lean || recent) && !options.raw;
     let restriction = filters.fts_restriction();
     let mut restricted = false;
-    let extra = shard_connections.take(sources.len().saturating_sub(1), store.path());
+    let extra = shard_connections.take(sources.len(), store.path());
     let best: Vec<(i64, f64)> = loop {
         // Stage 1 ranks chunks without touching their text (no GROUP BY: one
         // entry's several chunks are merged below, fetching more rows if needed).
@@ -516,7 +516,7 @@ pub fn search(
             matches: match &stage {
                 Stage::Rank { sqls, expr, .. } => {
                     let params = query_params(expr, None, &filters.params);
-                    shard_matches(store, &extra, sqls, &params).map_err(raw_error)?
+                    shard_matches(store, &extra, sqls, &params, restricted).map_err(raw_error)?
                 }
                 _ => Vec::new(),
             },
@@ -684,16 +684,18 @@ impl ShardConnections {
         }
         let opening = (1..)
             .take_while(|&shard| crate::store::shard_path(db, shard).exists())
-            .map(|_| ShardConnection::open(db.to_owned()))
+            .map(|shard| ShardConnection::open(db.to_owned(), shard))
             .collect();
         ShardConnections(opening)
     }
 
-    /// Exactly `count` of them: those opening in advance, then new ones.
-    fn take(mut self, count: usize, db: &Path) -> Vec<ShardConnection> {
-        self.0.truncate(count);
-        while self.0.len() < count {
-            self.0.push(ShardConnection::open(db.to_owned()));
+    /// The connections of shards 1 to `shards - 1`: those opening in
+    /// advance, then new ones.
+    fn take(mut self, shards: usize, db: &Path) -> Vec<ShardConnection> {
+        self.0.truncate(shards.saturating_sub(1));
+        while self.0.len() + 1 < shards {
+            self.0
+                .push(ShardConnection::open(db.to_owned(), self.0.len() + 1));
         }
         self.0
     }
@@ -701,7 +703,7 @@ impl ShardConnections {
 
 /// Work for a `ShardConnection`'s thread: its connection, or why it could
 /// not be opened.
-type Job = Box<dyn FnOnce(Result<&rusqlite::Connection, &str>) + Send>;
+type Job = Box<dyn FnOnce(Result<&mut ShardConn, &str>) + Send>;
 
 /// One of `ShardConnections`: the queue of its thread, which ends (and
 /// closes the connection) when this is dropped.
@@ -710,30 +712,30 @@ struct ShardConnection {
 }
 
 impl ShardConnection {
-    fn open(db: PathBuf) -> ShardConnection {
+    fn open(db: PathBuf, shard: usize) -> ShardConnection {
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::spawn(move || {
-            let opened = open_shard_connection(&db).map_err(|err| err.to_string());
+            let mut opened = ShardConn::open(db, shard).map_err(|err| err.to_string());
             for job in queue {
-                job(opened
-                    .as_ref()
-                    .map(Store::connection)
-                    .map_err(String::as_str));
+                job(opened.as_mut().map_err(|message| message.as_str()));
             }
         });
         ShardConnection { jobs }
     }
 
-    /// Runs `query` on the connection's thread; the result arrives on the
-    /// returned channel.
+    /// Runs `query` on the connection's thread (with the index's tables
+    /// when `needs_index`); the result arrives on the returned channel.
     fn run<T: Send + 'static>(
         &self,
+        needs_index: bool,
         query: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<Vec<T>> + Send + 'static,
     ) -> mpsc::Receiver<Result<Vec<T>, SearchError>> {
         let (reply, replied) = mpsc::sync_channel(1);
         let job: Job = Box::new(move |conn| {
             let rows = match conn {
-                Ok(conn) => query(conn).map_err(SearchError::from),
+                Ok(conn) => conn
+                    .connection(needs_index)
+                    .and_then(|conn| Ok(query(conn)?)),
                 Err(message) => Err(SearchError::ShardConnection(message.to_owned())),
             };
             // The search stopped waiting (it failed on another connection).
@@ -746,20 +748,46 @@ impl ShardConnection {
     }
 }
 
-/// A read connection with the shards attached and `rank::FUNCTION`.
-fn open_shard_connection(db: &Path) -> Result<Store, SearchError> {
-    let store = Store::open_read_only(db)?;
-    store.attach_fts()?;
-    rank::register(store.connection())?;
-    Ok(store)
+/// The connection a `ShardConnection`'s thread holds: in memory, with its
+/// shard attached as `fts<shard>` and `rank::FUNCTION`; the index itself is
+/// attached (`Store::attach_index`) when a query first needs its tables. Most
+/// need the shard alone, and reading the index's schema is most of opening
+/// it: on two cores, that work slowed the main connection's own opening.
+struct ShardConn {
+    conn: rusqlite::Connection,
+    db: PathBuf,
+    index: bool,
 }
 
-/// Runs `jobs[0]` on `store` and `jobs[k]` on `extra[k-1]`, all at once.
-/// There are never more jobs than connections.
+impl ShardConn {
+    fn open(db: PathBuf, shard: usize) -> Result<ShardConn, SearchError> {
+        let conn = rusqlite::Connection::open_in_memory()?;
+        crate::store::attach_one_shard(&conn, &db, shard)?;
+        rank::register(&conn)?;
+        Ok(ShardConn {
+            conn,
+            db,
+            index: false,
+        })
+    }
+
+    fn connection(&mut self, needs_index: bool) -> Result<&rusqlite::Connection, SearchError> {
+        if needs_index && !self.index {
+            Store::attach_index(&self.conn, &self.db)?;
+            self.index = true;
+        }
+        Ok(&self.conn)
+    }
+}
+
+/// Runs `jobs[0]` on `store` and `jobs[k]` on `extra[k-1]`, all at once
+/// (`needs_index`: the queries read the index's tables, not only the
+/// shards). There are never more jobs than connections.
 fn on_connections<J, T>(
     store: &Store,
     extra: &[ShardConnection],
     jobs: Vec<J>,
+    needs_index: bool,
     run: impl Fn(&rusqlite::Connection, &J) -> rusqlite::Result<Vec<T>> + Clone + Send + 'static,
 ) -> Result<Vec<T>, SearchError>
 where
@@ -775,7 +803,7 @@ where
         .zip(jobs)
         .map(|(connection, job)| {
             let run = run.clone();
-            connection.run(move |conn| run(conn, &job))
+            connection.run(needs_index, move |conn| run(conn, &job))
         })
         .collect();
     let mut rows = run(store.connection(), &first)?;
@@ -789,14 +817,17 @@ where
 }
 
 /// Every shard's scored matches (chunk id, bm25), best first.
+/// `restricted`: the queries keep the chunks of some sessions only, which
+/// they read in the index.
 fn shard_matches(
     store: &Store,
     extra: &[ShardConnection],
     sqls: &[String],
     params: &[SqlValue],
+    restricted: bool,
 ) -> Result<Vec<(i64, f64)>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let mut matches = on_connections(store, extra, sqls.to_vec(), move |conn, sql| {
+    let mut matches = on_connections(store, extra, sqls.to_vec(), restricted, move |conn, sql| {
         query_rows(conn, sql, &params, |row| Ok((row.get(0)?, row.get(1)?)))
     })?;
     matches.sort_by(|a: &(i64, f64), b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
@@ -864,7 +895,7 @@ fn weigh(
             .map(json_array)
             .collect();
         let (lookup, filters) = (lookup.clone(), filters.clone());
-        let rows = on_connections(store, extra, jobs, move |conn, ids| {
+        let rows = on_connections(store, extra, jobs, true, move |conn, ids| {
             query_rows(conn, &lookup, &query_params(ids, None, &filters), |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get::<_, f64>(2)?, row.get(3)?))
             })
@@ -927,7 +958,7 @@ fn run_recent(
     fetch: usize,
 ) -> Result<Vec<Ranked>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let mut rows = on_connections(store, extra, sqls.to_vec(), move |conn, sql| {
+    let mut rows = on_connections(store, extra, sqls.to_vec(), true, move |conn, sql| {
         query_rows(conn, sql, &params, |row| {
             Ok(Ranked {
                 chunk_id: row.get(0)?,

@@ -727,35 +727,57 @@ pub fn attach_shards(
     config: &ShardConfig,
     immutable: bool,
 ) -> Result<Vec<String>> {
-    let mut names = Vec::with_capacity(config.shards);
-    for shard in 0..config.shards {
-        let path = shard_path(db, shard);
-        let missing = || StoreError::ShardMissing { path: path.clone() };
-        if !path.exists() {
-            return Err(missing());
-        }
-        let mode = if immutable { "immutable=1" } else { "mode=ro" };
-        let name = shard_schema(shard);
-        conn.execute(
-            "ATTACH DATABASE ?1 AS ?2",
-            params![format!("file:{}?{mode}", uri_path(&path)), name],
-        )
-        .map_err(sqlite_error(&path))?;
-        let belongs: Option<i64> = conn
-            .query_row(
-                &format!("SELECT indexed_upto FROM {name}.shard WHERE db_id = ?1 AND shard = ?2"),
-                params![config.db_id, shard as i64],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|_| missing())?;
-        let version: i64 = conn
-            .query_row(&format!("PRAGMA {name}.user_version"), [], |row| row.get(0))
-            .map_err(|_| missing())?;
-        if belongs.is_none() || version != SHARD_VERSION {
-            return Err(missing());
-        }
-        names.push(name);
+    (0..config.shards)
+        .map(|shard| attach_shard(conn, db, shard, Some(&config.db_id), immutable))
+        .collect()
+}
+
+/// Attaches shard `shard` alone, as `attach_shards` does, to a connection
+/// that queries only that shard (a search's extra connection, whose main
+/// database is in memory). It checks that the file is that shard in this
+/// layout; whether it belongs to the database is checked by
+/// `attach_shards` on the search's main connection, for the same files.
+pub fn attach_one_shard(conn: &Connection, db: &Path, shard: usize) -> Result<String> {
+    attach_shard(conn, db, shard, None, false)
+}
+
+/// Attaches `<db>.fts<shard>` as `fts<shard>`, if it is that shard of a
+/// database with id `db_id` (of any database when `None`).
+fn attach_shard(
+    conn: &Connection,
+    db: &Path,
+    shard: usize,
+    db_id: Option<&str>,
+    immutable: bool,
+) -> Result<String> {
+    let path = shard_path(db, shard);
+    let missing = || StoreError::ShardMissing { path: path.clone() };
+    if !path.exists() {
+        return Err(missing());
     }
-    Ok(names)
+    let mode = if immutable { "immutable=1" } else { "mode=ro" };
+    let name = shard_schema(shard);
+    conn.execute(
+        "ATTACH DATABASE ?1 AS ?2",
+        params![format!("file:{}?{mode}", uri_path(&path)), name],
+    )
+    .map_err(sqlite_error(&path))?;
+    let belongs: Option<i64> = conn
+        .query_row(
+            &format!(
+                "SELECT indexed_upto FROM {name}.shard
+                 WHERE (?1 IS NULL OR db_id = ?1) AND shard = ?2"
+            ),
+            params![db_id, shard as i64],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(|_| missing())?;
+    let version: i64 = conn
+        .query_row(&format!("PRAGMA {name}.user_version"), [], |row| row.get(0))
+        .map_err(|_| missing())?;
+    if belongs.is_none() || version != SHARD_VERSION {
+        return Err(missing());
+    }
+    Ok(name)
 }

@@ -20,7 +20,9 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 pub use check::{FileCounts, Identity};
-pub use fts::{ShardConfig, attach_shards, default_shards, shard_path, shard_schema};
+pub use fts::{
+    ShardConfig, attach_one_shard, attach_shards, default_shards, shard_path, shard_schema,
+};
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
 pub use subagents::{ArtifactRow, ArtifactState};
@@ -164,6 +166,32 @@ impl Store {
         match opened {
             Err(StoreError::CannotOpen { .. }) if !with_suffix(path, "-wal").exists() => {
                 Self::open_immutable(path)
+            }
+            other => other,
+        }
+    }
+
+    /// Attaches the database at `path` read-only, as `idx`, to `conn`, whose
+    /// main database is another (a search's extra connection, in memory):
+    /// its tables are then found by their plain names. On read-only media
+    /// as `open_read_only` opens it.
+    pub fn attach_index(conn: &Connection, path: &Path) -> Result<()> {
+        let attach = |mode: &str| -> Result<()> {
+            conn.execute(
+                "ATTACH DATABASE ?1 AS idx",
+                [format!("file:{}?{mode}", uri_path(path))],
+            )
+            .and_then(|_| {
+                // The schema (and a WAL's `-shm`) is read on first use.
+                conn.query_row("SELECT count(*) FROM idx.sqlite_schema", [], |_| Ok(()))
+            })
+            .map_err(sqlite_error(path))
+        };
+        match attach("mode=ro") {
+            Err(StoreError::CannotOpen { .. }) if !with_suffix(path, "-wal").exists() => {
+                conn.execute("DETACH DATABASE idx", [])
+                    .map_err(sqlite_error(path))?;
+                attach("immutable=1")
             }
             other => other,
         }
