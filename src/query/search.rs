@@ -11,10 +11,12 @@
 //!   the chunks' text (`scan_chunks`), newest first.
 //!
 //! Ranking is bm25 (`rank::FUNCTION`) times a per-kind weight, best chunk per
-//! entry, then the top
-//! `limit` get a snippet (snippets are computed for those rows only; the
-//! shards store no text, so the chosen chunks are cut out of their entries
-//! by `chunk_text` and re-tokenised in a scratch table).
+//! entry. Each shard scores its matches in parallel (the shards after the
+//! first on `ShardConnections`, opened in the background from the start of
+//! the command), then `weigh` looks the matches up in bm25 order until the
+//! top `limit` entries are settled. Those get a snippet (computed for them
+//! only; the shards store no text, so the chosen chunks are cut out of their
+//! entries by `chunk_text` and re-tokenised in a scratch table).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -671,7 +673,7 @@ fn query_rows<T>(
 /// attach), and on two cores a new thread next to the one opening waited
 /// up to a millisecond to be scheduled.
 #[derive(Default)]
-pub struct ShardConnections(Vec<ShardConnection>);
+pub struct ShardConnections(Vec<ShardWorker>);
 
 impl ShardConnections {
     /// Starts opening one connection per shard file after the first that
@@ -684,43 +686,43 @@ impl ShardConnections {
         }
         let opening = (1..)
             .take_while(|&shard| crate::store::shard_path(db, shard).exists())
-            .map(|shard| ShardConnection::open(db.to_owned(), shard))
+            .map(|shard| ShardWorker::open(db.to_owned(), shard))
             .collect();
         ShardConnections(opening)
     }
 
     /// The connections of shards 1 to `shards - 1`: those opening in
     /// advance, then new ones.
-    fn take(mut self, shards: usize, db: &Path) -> Vec<ShardConnection> {
+    fn take(mut self, shards: usize, db: &Path) -> Vec<ShardWorker> {
         self.0.truncate(shards.saturating_sub(1));
         while self.0.len() + 1 < shards {
             self.0
-                .push(ShardConnection::open(db.to_owned(), self.0.len() + 1));
+                .push(ShardWorker::open(db.to_owned(), self.0.len() + 1));
         }
         self.0
     }
 }
 
-/// Work for a `ShardConnection`'s thread: its connection, or why it could
-/// not be opened.
-type Job = Box<dyn FnOnce(Result<&mut ShardConn, &str>) + Send>;
+/// Work for a `ShardWorker`'s thread: its connection, or why it could not
+/// be opened.
+type Job = Box<dyn FnOnce(Result<&mut ShardConnection, &str>) + Send>;
 
-/// One of `ShardConnections`: the queue of its thread, which ends (and
-/// closes the connection) when this is dropped.
-struct ShardConnection {
+/// One of `ShardConnections`: the queue of the thread that holds the
+/// connection, which ends (and closes it) when this is dropped.
+struct ShardWorker {
     jobs: mpsc::Sender<Job>,
 }
 
-impl ShardConnection {
-    fn open(db: PathBuf, shard: usize) -> ShardConnection {
+impl ShardWorker {
+    fn open(db: PathBuf, shard: usize) -> ShardWorker {
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::spawn(move || {
-            let mut opened = ShardConn::open(db, shard).map_err(|err| err.to_string());
+            let mut opened = ShardConnection::open(db, shard).map_err(|err| err.to_string());
             for job in queue {
                 job(opened.as_mut().map_err(|message| message.as_str()));
             }
         });
-        ShardConnection { jobs }
+        ShardWorker { jobs }
     }
 
     /// Runs `query` on the connection's thread (with the index's tables
@@ -748,23 +750,23 @@ impl ShardConnection {
     }
 }
 
-/// The connection a `ShardConnection`'s thread holds: in memory, with its
+/// The connection a `ShardWorker`'s thread holds: in memory, with its
 /// shard attached as `fts<shard>` and `rank::FUNCTION`; the index itself is
 /// attached (`Store::attach_index`) when a query first needs its tables. Most
 /// need the shard alone, and reading the index's schema is most of opening
 /// it: on two cores, that work slowed the main connection's own opening.
-struct ShardConn {
+struct ShardConnection {
     conn: rusqlite::Connection,
     db: PathBuf,
     index: bool,
 }
 
-impl ShardConn {
-    fn open(db: PathBuf, shard: usize) -> Result<ShardConn, SearchError> {
+impl ShardConnection {
+    fn open(db: PathBuf, shard: usize) -> Result<ShardConnection, SearchError> {
         let conn = rusqlite::Connection::open_in_memory()?;
         crate::store::attach_one_shard(&conn, &db, shard)?;
         rank::register(&conn)?;
-        Ok(ShardConn {
+        Ok(ShardConnection {
             conn,
             db,
             index: false,
@@ -785,7 +787,7 @@ impl ShardConn {
 /// shards). There are never more jobs than connections.
 fn on_connections<J, T>(
     store: &Store,
-    extra: &[ShardConnection],
+    extra: &[ShardWorker],
     jobs: Vec<J>,
     needs_index: bool,
     run: impl Fn(&rusqlite::Connection, &J) -> rusqlite::Result<Vec<T>> + Clone + Send + 'static,
@@ -821,7 +823,7 @@ where
 /// they read in the index.
 fn shard_matches(
     store: &Store,
-    extra: &[ShardConnection],
+    extra: &[ShardWorker],
     sqls: &[String],
     params: &[SqlValue],
     restricted: bool,
@@ -852,12 +854,13 @@ struct Weighing {
 /// negative, so a match scores at best its bm25, and once that is worse
 /// than the `limit`-th entry's score, no later match can displace an entry
 /// or improve one of them. Joining every match to `chunks` cost a random
-/// page read per match, 2–7 ms for a shard's 2,500 (docs/performance.md).
+/// page read per match: most of the ranking of a common word's 5,000-match
+/// window (docs/search.md, "How the top is found").
 /// Big batches (filters that reject most matches) are split over the
 /// shards' connections.
 fn weigh(
     store: &Store,
-    extra: &[ShardConnection],
+    extra: &[ShardWorker],
     lookup: &str,
     weighing: &mut Weighing,
     filters: &[SqlValue],
@@ -952,7 +955,7 @@ fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
 /// `fetch` kept.
 fn run_recent(
     store: &Store,
-    extra: &[ShardConnection],
+    extra: &[ShardWorker],
     sqls: &[String],
     params: &[SqlValue],
     fetch: usize,
