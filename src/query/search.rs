@@ -339,7 +339,7 @@ const HIT_COLUMNS: &str =
 /// the first shard, `shard_connections` the others.
 pub fn search(
     store: &Store,
-    shard_connections: ShardConnections,
+    mut shard_connections: ShardConnections,
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, SearchError> {
     let plan = plan(options)?;
@@ -418,16 +418,10 @@ pub fn search(
                 } else {
                     String::new()
                 };
+                let restriction = if restricted { restriction.as_str() } else { "" };
                 let sqls = sources
                     .iter()
-                    .map(|source| {
-                        format!(
-                            "SELECT rowid, {rank}({table}) FROM {source}
-                              WHERE {table} MATCH ?1{restriction}{window}",
-                            rank = rank::FUNCTION,
-                            restriction = if restricted { restriction.as_str() } else { "" },
-                        )
-                    })
+                    .map(|source| rank_sql(table, source, restriction, &window))
                     .collect();
                 // ?1: a JSON array of chunk ids (`weigh`).
                 let lookup = format!(
@@ -517,8 +511,14 @@ pub fn search(
         let mut weighing = Weighing {
             matches: match &stage {
                 Stage::Rank { sqls, expr, .. } => {
-                    let params = query_params(expr, None, &filters.params);
-                    shard_matches(store, &extra, sqls, &params, restricted).map_err(raw_error)?
+                    match shard_connections.started_scoring(sqls, expr) {
+                        Some(matches) => matches?,
+                        None => {
+                            let params = query_params(expr, None, &filters.params);
+                            shard_matches(store, &extra, sqls, &params, restricted)
+                                .map_err(raw_error)?
+                        }
+                    }
                 }
                 _ => Vec::new(),
             },
@@ -625,6 +625,14 @@ struct Ranked {
     timestamp_ms: Option<i64>,
 }
 
+/// A shard's scoring query: its matches of ?1 (`source` is `fts<k>.<table>`).
+fn rank_sql(table: &str, source: &str, restriction: &str, window: &str) -> String {
+    format!(
+        "SELECT rowid, {rank}({table}) FROM {source} WHERE {table} MATCH ?1{restriction}{window}",
+        rank = rank::FUNCTION,
+    )
+}
+
 /// Stage 1's queries, by plan and sort.
 enum Stage<'a> {
     /// Ranked words: one scoring query per shard (`shard_matches`), then a
@@ -673,35 +681,114 @@ fn query_rows<T>(
 /// attach), and on two cores a new thread next to the one opening waited
 /// up to a millisecond to be scheduled.
 #[derive(Default)]
-pub struct ShardConnections(Vec<ShardWorker>);
+pub struct ShardConnections {
+    /// Shards 1, 2, ...: the main connection queries shard 0.
+    workers: Vec<ShardWorker>,
+    scoring: Option<ScoringStarted>,
+}
+
+/// The first scoring queries of a ranked word search (windowed, no session
+/// restriction), started on every shard before the index is open: they need
+/// only the query and the shard files, and scoring was most of the time
+/// after opening. `search` takes their rows when its first queries are
+/// these, and drops them otherwise (when the index records another number
+/// of shards than there are files).
+struct ScoringStarted {
+    sqls: Vec<String>,
+    expr: String,
+    rows: Vec<Reply<(i64, f64)>>,
+    /// A connection for shard 0, which the main one queries otherwise.
+    _shard0: ShardWorker,
+}
 
 impl ShardConnections {
     /// Starts opening one connection per shard file after the first that
     /// `db` has, when `options` will query the shards (a word or trigram
-    /// search; a scan reads the main file only). A connection the search
-    /// turns out not to need is closed unused.
+    /// search; a scan reads the main file only), and for a ranked word
+    /// search its first scoring queries. A connection the search turns out
+    /// not to need is closed unused.
     pub fn open(db: &Path, options: &SearchOptions) -> ShardConnections {
-        if !matches!(plan(options), Ok(Plan::Fts { .. })) {
+        let Ok(Plan::Fts { table, expr }) = plan(options) else {
             return ShardConnections::default();
-        }
-        let opening = (1..)
+        };
+        let workers: Vec<ShardWorker> = (1..)
             .take_while(|&shard| crate::store::shard_path(db, shard).exists())
             .map(|shard| ShardWorker::open(db.to_owned(), shard))
             .collect();
-        ShardConnections(opening)
+        let scoring = (options.sort == Sort::Rank && !options.raw)
+            .then(|| ScoringStarted::start(db, table, expr, &workers));
+        ShardConnections { workers, scoring }
     }
 
     /// The connections of shards 1 to `shards - 1`: those opening in
     /// advance, then new ones.
-    fn take(mut self, shards: usize, db: &Path) -> Vec<ShardWorker> {
-        self.0.truncate(shards.saturating_sub(1));
-        while self.0.len() + 1 < shards {
-            self.0
-                .push(ShardWorker::open(db.to_owned(), self.0.len() + 1));
+    fn take(&mut self, shards: usize, db: &Path) -> Vec<ShardWorker> {
+        let mut workers = std::mem::take(&mut self.workers);
+        workers.truncate(shards.saturating_sub(1));
+        while workers.len() + 1 < shards {
+            workers.push(ShardWorker::open(db.to_owned(), workers.len() + 1));
         }
-        self.0
+        workers
+    }
+
+    /// The rows of the scoring queries started in advance, if they are
+    /// `sqls` for `expr`; they are given out once.
+    fn started_scoring(
+        &mut self,
+        sqls: &[String],
+        expr: &str,
+    ) -> Option<Result<Vec<(i64, f64)>, SearchError>> {
+        let scoring = self
+            .scoring
+            .take()
+            .filter(|scoring| scoring.sqls == sqls && scoring.expr == expr)?;
+        let mut matches = Vec::new();
+        for rows in scoring.rows {
+            match rows.recv() {
+                Ok(Ok(rows)) => matches.extend(rows),
+                Ok(Err(err)) => return Some(Err(err)),
+                Err(_) => return Some(Err(thread_stopped())),
+            }
+        }
+        Some(Ok(best_bm25_first(matches)))
     }
 }
+
+impl ScoringStarted {
+    /// Sends shard 0's query to a new connection, the others' to `workers`,
+    /// with the window `search` gives them when the index records as many
+    /// shards as there are files.
+    fn start(db: &Path, table: &str, expr: String, workers: &[ShardWorker]) -> ScoringStarted {
+        let shards = workers.len() + 1;
+        let window = format!(" ORDER BY rowid DESC LIMIT {}", RANK_WINDOW / shards as i64);
+        let sqls: Vec<String> = (0..shards)
+            .map(|shard| {
+                let source = format!("{}.{table}", crate::store::shard_schema(shard));
+                rank_sql(table, &source, "", &window)
+            })
+            .collect();
+        let shard0 = ShardWorker::open(db.to_owned(), 0);
+        let rows = std::iter::once(&shard0)
+            .chain(workers)
+            .zip(&sqls)
+            .map(|(worker, sql)| {
+                let (sql, params) = (sql.clone(), [SqlValue::Text(expr.clone())]);
+                worker.run(false, move |conn| {
+                    query_rows(conn, &sql, &params, |row| Ok((row.get(0)?, row.get(1)?)))
+                })
+            })
+            .collect();
+        ScoringStarted {
+            sqls,
+            expr,
+            rows,
+            _shard0: shard0,
+        }
+    }
+}
+
+/// Where a `ShardWorker`'s rows arrive.
+type Reply<T> = mpsc::Receiver<Result<Vec<T>, SearchError>>;
 
 /// Work for a `ShardWorker`'s thread: its connection, or why it could not
 /// be opened.
@@ -731,7 +818,7 @@ impl ShardWorker {
         &self,
         needs_index: bool,
         query: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<Vec<T>> + Send + 'static,
-    ) -> mpsc::Receiver<Result<Vec<T>, SearchError>> {
+    ) -> Reply<T> {
         let (reply, replied) = mpsc::sync_channel(1);
         let job: Job = Box::new(move |conn| {
             let rows = match conn {
@@ -810,12 +897,15 @@ where
         .collect();
     let mut rows = run(store.connection(), &first)?;
     for reply in replies {
-        let more = reply.recv().map_err(|_| {
-            SearchError::ShardConnection("its thread stopped before answering".to_owned())
-        })?;
+        let more = reply.recv().map_err(|_| thread_stopped())?;
         rows.extend(more?);
     }
     Ok(rows)
+}
+
+/// A `ShardWorker` whose thread ended without an answer.
+fn thread_stopped() -> SearchError {
+    SearchError::ShardConnection("its thread stopped before answering".to_owned())
 }
 
 /// Every shard's scored matches (chunk id, bm25), best first.
@@ -829,11 +919,16 @@ fn shard_matches(
     restricted: bool,
 ) -> Result<Vec<(i64, f64)>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let mut matches = on_connections(store, extra, sqls.to_vec(), restricted, move |conn, sql| {
+    let matches = on_connections(store, extra, sqls.to_vec(), restricted, move |conn, sql| {
         query_rows(conn, sql, &params, |row| Ok((row.get(0)?, row.get(1)?)))
     })?;
-    matches.sort_by(|a: &(i64, f64), b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-    Ok(matches)
+    Ok(best_bm25_first(matches))
+}
+
+/// Scored matches (chunk id, bm25) best first, ties newest first.
+fn best_bm25_first(mut matches: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
+    matches.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    matches
 }
 
 /// The shards' matches on their way through `weigh`.

@@ -1,6 +1,7 @@
 //! The word index's shard files: a shard that is behind, missing or holds
 //! rows it should not is repaired by the next sync; changing the shard count
-//! re-indexes without changing what search finds; a schema-5 database (one
+//! re-indexes without changing what search finds, and a stray shard file
+//! changes nothing; a schema-5 database (one
 //! FTS table inside the main file) and a schema-6 one (the trigram index
 //! still inside it, shards without one) are upgraded in place.
 
@@ -118,6 +119,33 @@ fn changing_the_shard_count_reindexes_and_search_finds_the_same() {
     assert_eq!(
         QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
         one
+    );
+}
+
+/// A shard file beyond the recorded shard count (left by a sync that
+/// stopped before removing it, or copied there) changes no hit: search
+/// starts scoring the shard files it finds before it has read the count
+/// from the index, and drops that work when the two differ.
+#[test]
+fn a_stray_shard_file_changes_no_hit() {
+    let env = Env::with_fixture("sessions");
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--root", &root, "--fts-shards", "1", "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shards = shard_paths(&env.db);
+    assert_eq!(shards.len(), 1);
+    let expected: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
+    // Shard 0's file where shard 1 would be: not shard 1 of anything.
+    let mut stray = env.db.as_os_str().to_owned();
+    stray.push(".fts1");
+    std::fs::copy(&shards[0], &stray).expect("copy shard");
+    assert_eq!(
+        QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
+        expected
     );
 }
 
