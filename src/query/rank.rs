@@ -126,24 +126,14 @@ unsafe fn score(api: &ffi::Fts5ExtensionApi, fts: *mut ffi::Fts5Context) -> Resu
     // SAFETY: FTS5 passes valid pointers for the duration of the call.
     unsafe {
         let query = &mut *query_data(api, fts)?;
-        query.freq.fill(0.0);
         let mut instances: c_int = 0;
         check(method(api.xInstCount)?(fts, &mut instances))?;
-        for i in 0..instances {
-            let (mut phrase, mut column, mut offset): (c_int, c_int, c_int) = (0, 0, 0);
-            check(method(api.xInst)?(
-                fts,
-                i,
-                &mut phrase,
-                &mut column,
-                &mut offset,
-            ))?;
-            if let Some(freq) = usize::try_from(phrase)
-                .ok()
-                .and_then(|p| query.freq.get_mut(p))
-            {
-                *freq += 1.0;
-            }
+        if let [freq] = query.freq.as_mut_slice() {
+            // One phrase: every instance is one of its own (a common word
+            // has dozens per row, each an `xInst` call).
+            *freq = f64::from(instances);
+        } else {
+            phrase_frequencies(api, fts, instances, &mut query.freq)?;
         }
         let mut tokens: c_int = 0;
         check(method(api.xColumnSize)?(fts, -1, &mut tokens))?;
@@ -156,6 +146,28 @@ unsafe fn score(api: &ffi::Fts5ExtensionApi, fts: *mut ffi::Fts5Context) -> Resu
             .sum();
         Ok(-sum)
     }
+}
+
+/// How many of the row's `instances` each phrase has.
+///
+/// # Safety
+/// `api` and `fts` as FTS5 passes them to an auxiliary function.
+unsafe fn phrase_frequencies(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    instances: c_int,
+    freq: &mut [f64],
+) -> Result<(), c_int> {
+    freq.fill(0.0);
+    for i in 0..instances {
+        let (mut phrase, mut column, mut offset): (c_int, c_int, c_int) = (0, 0, 0);
+        // SAFETY: FTS5 passes valid pointers for the duration of the call.
+        check(unsafe { method(api.xInst)?(fts, i, &mut phrase, &mut column, &mut offset) })?;
+        if let Some(freq) = usize::try_from(phrase).ok().and_then(|p| freq.get_mut(p)) {
+            *freq += 1.0;
+        }
+    }
+    Ok(())
 }
 
 /// The query's `QueryData`, computed on the first row.
