@@ -189,8 +189,8 @@ impl Store {
         };
         match attach("mode=ro") {
             Err(StoreError::CannotOpen { .. }) if !with_suffix(path, "-wal").exists() => {
-                conn.execute("DETACH DATABASE idx", [])
-                    .map_err(sqlite_error(path))?;
+                // The ATTACH itself may have failed (then there is no `idx`).
+                let _ = conn.execute("DETACH DATABASE idx", []);
                 attach("immutable=1")
             }
             other => other,
