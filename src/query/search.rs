@@ -743,14 +743,7 @@ impl ShardConnections {
             .take()
             .filter(|scoring| scoring.sqls == sqls && scoring.expr == expr)?;
         let mut matches = Vec::new();
-        for rows in scoring.rows {
-            match rows.recv() {
-                Ok(Ok(rows)) => matches.extend(rows),
-                Ok(Err(err)) => return Some(Err(err)),
-                Err(_) => return Some(Err(thread_stopped())),
-            }
-        }
-        Some(Ok(best_bm25_first(matches)))
+        Some(receive(scoring.rows, &mut matches).map(|()| best_bm25_first(matches)))
     }
 }
 
@@ -896,11 +889,16 @@ where
         })
         .collect();
     let mut rows = run(store.connection(), &first)?;
-    for reply in replies {
-        let more = reply.recv().map_err(|_| thread_stopped())?;
-        rows.extend(more?);
-    }
+    receive(replies, &mut rows)?;
     Ok(rows)
+}
+
+/// Waits for every reply and adds its rows to `rows`, in order.
+fn receive<T>(replies: Vec<Reply<T>>, rows: &mut Vec<T>) -> Result<(), SearchError> {
+    for reply in replies {
+        rows.extend(reply.recv().map_err(|_| thread_stopped())??);
+    }
+    Ok(())
 }
 
 /// A `ShardWorker` whose thread ended without an answer.
