@@ -292,7 +292,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
             }
             continue;
         }
-        let want = match recount(&state, max_line_bytes) {
+        let want = match recount(&store, &state, max_line_bytes) {
             Ok(want) => want,
             Err(reason) => {
                 findings
@@ -321,6 +321,25 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
                 "no session row, but the file has a header".into()
             });
         }
+        if let Some(line) = want.first_raw_difference {
+            wrong.push(format!(
+                "{} entries whose stored JSON differs from the file (the first on line {line})",
+                want.raw_differences
+            ));
+        }
+        if want.unindexed > 0 {
+            let size = want.size;
+            wrong.push(format!(
+                "only bytes 0..{} of {size} indexed: {} complete line(s) after them are not in the index; {}",
+                state.cursor.offset,
+                want.unindexed,
+                if same_stat(&state, want.size, want.mtime_ns) {
+                    "`piidx doctor --fix` indexes them"
+                } else {
+                    "`piidx sync` indexes them"
+                }
+            ));
+        }
         if !wrong.is_empty() {
             findings.files_differing.push(diff(
                 format!("index differs: it has {}", wrong.join(", ")),
@@ -331,17 +350,32 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     Ok(findings)
 }
 
-/// What a fresh read of `[0, offset)` yields.
+/// What a fresh read of a file yields, compared with its rows.
 #[derive(Debug, Clone, Copy, Default)]
 struct Recount {
+    /// Entries and parse errors in `[0, offset)`.
     entries: i64,
     parse_errors: i64,
     header: bool,
+    /// Entries whose stored `raw` is not what the file's line gives now.
+    raw_differences: i64,
+    first_raw_difference: Option<i64>,
+    /// Entries and bad lines at or after the stored offset: complete lines
+    /// the index has not taken in.
+    unindexed: i64,
+    size: u64,
+    mtime_ns: i64,
 }
 
-/// Re-reads a file up to its stored offset; `Err` says why it cannot be
-/// compared (gone, rewritten, unreadable).
-fn recount(state: &FileState, max_line_bytes: usize) -> Result<Recount, String> {
+/// Whether `files` records this size and mtime (a sync then skips the file).
+fn same_stat(state: &FileState, size: u64, mtime_ns: i64) -> bool {
+    state.size == size && state.mtime_ns == mtime_ns
+}
+
+/// Re-reads a whole file; `Err` says why it cannot be compared (gone,
+/// rewritten, unreadable).
+fn recount(store: &Store, state: &FileState, max_line_bytes: usize) -> Result<Recount, String> {
+    use std::os::unix::fs::MetadataExt;
     let stop = state.cursor.offset;
     let file = match File::open(&state.path) {
         Ok(file) => file,
@@ -350,10 +384,21 @@ fn recount(state: &FileState, max_line_bytes: usize) -> Result<Recount, String> 
         }
         Err(err) => return Err(format!("cannot read it: {err}")),
     };
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let (size, mtime_ns) = file
+        .metadata()
+        .map(|m| (m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
+        .unwrap_or((0, 0));
     let prefix = Fingerprint::of_prefix(&file, stop.min(size));
     if size < stop || prefix.ok() != Some(state.fingerprint) {
-        return Err("rewritten on disk since it was indexed; `piidx sync` re-reads it".into());
+        // A sync that finds the stat it recorded does not look again.
+        let who = if same_stat(state, size, mtime_ns) {
+            "`piidx doctor --fix`"
+        } else {
+            "`piidx sync`"
+        };
+        return Err(format!(
+            "rewritten on disk since it was indexed; {who} re-reads it"
+        ));
     }
     let target = Target {
         path: state.path.clone(),
@@ -363,32 +408,62 @@ fn recount(state: &FileState, max_line_bytes: usize) -> Result<Recount, String> 
         dev: state.dev,
         ino: state.ino,
         size,
-        mtime_ns: state.mtime_ns,
+        mtime_ns,
         seen_ns: state.seen_ns,
     };
-    let mut found = Recount::default();
+    let mut found = Recount {
+        size,
+        mtime_ns,
+        ..Recount::default()
+    };
     let mut skipped = None;
+    let mut failed = None;
     let mut emit = |batch: ingest::Batch| {
         let before = |offset: i64| (offset as u64) < stop;
-        found.entries += batch
-            .entries
-            .iter()
-            .filter(|e| before(e.byte_offset))
-            .count() as i64;
-        found.parse_errors += batch
-            .errors
-            .iter()
-            .filter(|e| before(e.byte_offset))
-            .count() as i64;
+        let (indexed, beyond): (Vec<_>, Vec<_>) =
+            batch.entries.iter().partition(|e| before(e.byte_offset));
+        found.entries += indexed.len() as i64;
+        found.unindexed += beyond.len() as i64;
+        for error in &batch.errors {
+            if before(error.byte_offset) {
+                found.parse_errors += 1;
+            } else {
+                found.unindexed += 1;
+            }
+        }
         found.header |= batch.header.is_some();
         if let FileStatus::Skipped(reason) = batch.status {
             skipped = Some(reason);
         }
-        batch.cursor.offset < stop
+        if let (Some(first), Some(last)) = (indexed.first(), indexed.last()) {
+            match store.entry_raws(state.file_id, first.byte_offset, last.byte_offset) {
+                Ok(stored) => {
+                    let stored: std::collections::HashMap<(i64, i64), String> = stored
+                        .into_iter()
+                        .map(|(offset, obj, raw)| ((offset, obj), raw))
+                        .collect();
+                    for entry in &indexed {
+                        let key = (entry.byte_offset, entry.obj_in_line);
+                        if stored.get(&key).is_some_and(|raw| *raw != entry.raw) {
+                            found.raw_differences += 1;
+                            found.first_raw_difference.get_or_insert(entry.line_no);
+                        }
+                    }
+                }
+                Err(err) => {
+                    failed = Some(err.to_string());
+                    return false;
+                }
+            }
+        }
+        true
     };
     let options = IngestOptions { max_line_bytes };
     ingest::ingest(&target, Start::Scratch, options, &mut emit)
         .map_err(|err| format!("cannot read it: {}", err.source))?;
+    if let Some(err) = failed {
+        return Err(format!("cannot compare its rows: {err}"));
+    }
     if let Some(reason) = skipped {
         return Err(format!("indexed, but a re-read skips it: {reason}"));
     }

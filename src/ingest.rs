@@ -185,7 +185,7 @@ pub fn ingest(
                 return Ok(());
             }
         }
-        if state.batch_bytes() >= BATCH_BYTES {
+        if state.batch_bytes() >= crate::fault::batch_bytes(BATCH_BYTES) {
             let batch = state.finish_batch(&file, None).map_err(wrap)?;
             if !emit(batch) {
                 return Ok(());

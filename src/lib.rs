@@ -10,6 +10,7 @@ pub mod artifacts;
 pub mod config;
 pub mod discover;
 pub mod doctor;
+pub mod fault;
 pub mod ingest;
 pub mod normalize;
 pub mod output;

@@ -316,8 +316,13 @@ fn write_all(
     // Files whose rows changed this run; a re-check that found nothing new
     // (a "racy" file) counts as unchanged.
     let mut touched: HashSet<PathBuf> = HashSet::new();
+    let commit_bytes = crate::fault::batch_bytes(COMMIT_BYTES);
     for batch in receiver {
         let stats = store.apply(&batch)?;
+        if crate::fault::due(crate::fault::Point::Batch) {
+            store.flush_cache()?;
+            crate::fault::kill_now();
+        }
         report.entries_added += stats.entries;
         report.parse_errors += stats.errors;
         report.bytes_read += batch.bytes;
@@ -339,7 +344,7 @@ fn write_all(
             }
         }
         since_commit += batch.bytes + 1;
-        if since_commit >= COMMIT_BYTES || last_commit.elapsed() >= COMMIT_INTERVAL {
+        if since_commit >= commit_bytes || last_commit.elapsed() >= COMMIT_INTERVAL {
             store.commit()?;
             store.begin()?;
             since_commit = 0;

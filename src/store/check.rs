@@ -103,6 +103,23 @@ impl Store {
         Ok(counts)
     }
 
+    /// `(byte_offset, obj_in_line, raw)` of a file's entries whose offsets
+    /// lie in `from..=to`.
+    pub fn entry_raws(&self, file_id: i64, from: i64, to: i64) -> Result<Vec<(i64, i64, String)>> {
+        self.conn
+            .prepare_cached(
+                "SELECT byte_offset, obj_in_line, raw FROM entries
+                 WHERE file_id = ?1 AND byte_offset BETWEEN ?2 AND ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([file_id, from, to], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })?
+                .collect()
+            })
+            .map_err(self.err())
+    }
+
     /// Every sessions root files were indexed from.
     pub fn roots(&self) -> Result<Vec<String>> {
         let mut stmt = self

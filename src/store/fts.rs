@@ -714,6 +714,10 @@ fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Resul
             [work.upto],
         )
         .map_err(&err)?;
+        if crate::fault::due(crate::fault::Point::Shard) {
+            let _ = conn.cache_flush();
+            crate::fault::kill_now();
+        }
         conn.execute_batch("COMMIT").map_err(&err)?;
     }
     Ok(())
@@ -751,17 +755,40 @@ fn attach_shard(
     immutable: bool,
 ) -> Result<String> {
     let path = shard_path(db, shard);
-    let missing = || StoreError::ShardMissing { path: path.clone() };
     if !path.exists() {
-        return Err(missing());
+        return Err(StoreError::ShardMissing { path });
     }
-    let mode = if immutable { "immutable=1" } else { "mode=ro" };
     let name = shard_schema(shard);
+    match attach_checked(conn, &path, &name, shard, db_id, immutable) {
+        Err(StoreError::NeedsRecovery { .. }) => {
+            let _ = conn.execute("DETACH DATABASE ?1", [&name]);
+            super::roll_back(&path)?;
+            attach_checked(conn, &path, &name, shard, db_id, immutable)
+        }
+        other => other,
+    }
+}
+
+fn attach_checked(
+    conn: &Connection,
+    path: &Path,
+    name: &str,
+    shard: usize,
+    db_id: Option<&str>,
+    immutable: bool,
+) -> Result<String> {
+    let missing = |err: rusqlite::Error| match sqlite_error(path)(err) {
+        recover @ StoreError::NeedsRecovery { .. } => recover,
+        _ => StoreError::ShardMissing {
+            path: path.to_owned(),
+        },
+    };
+    let mode = if immutable { "immutable=1" } else { "mode=ro" };
     conn.execute(
         "ATTACH DATABASE ?1 AS ?2",
-        params![format!("file:{}?{mode}", uri_path(&path)), name],
+        params![format!("file:{}?{mode}", uri_path(path)), name],
     )
-    .map_err(sqlite_error(&path))?;
+    .map_err(sqlite_error(path))?;
     let belongs: Option<i64> = conn
         .query_row(
             &format!(
@@ -772,12 +799,14 @@ fn attach_shard(
             |row| row.get(0),
         )
         .optional()
-        .map_err(|_| missing())?;
+        .map_err(missing)?;
     let version: i64 = conn
         .query_row(&format!("PRAGMA {name}.user_version"), [], |row| row.get(0))
-        .map_err(|_| missing())?;
+        .map_err(missing)?;
     if belongs.is_none() || version != SHARD_VERSION {
-        return Err(missing());
+        return Err(StoreError::ShardMissing {
+            path: path.to_owned(),
+        });
     }
-    Ok(name)
+    Ok(name.to_owned())
 }

@@ -74,6 +74,12 @@ pub enum StoreError {
     )]
     ReadOnly { path: PathBuf },
     #[error(
+        "{path} holds the unfinished write of a piidx that was killed (its journal must be rolled back), and this user may not write it; run `piidx sync` or `piidx doctor --fix` as a user who may"
+    )]
+    NeedsRecovery { path: PathBuf },
+    #[error("{path} was deleted or replaced while piidx was writing it; run the command again")]
+    Moved { path: PathBuf },
+    #[error(
         "disk full writing {path}: free space and re-run; the index keeps only what was committed before (it is consistent)"
     )]
     DiskFull { path: PathBuf },
@@ -155,14 +161,16 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let opened = Connection::open_with_flags(path, flags)
-            .map_err(sqlite_error(path))
-            .and_then(|conn| {
-                let store = Store::wrap(conn, path);
-                store.configure(true)?;
-                schema::check_readable(&store.conn, path)?;
-                Ok(store)
-            });
+        let opened = recovering(|| {
+            Connection::open_with_flags(path, flags)
+                .map_err(sqlite_error(path))
+                .and_then(|conn| {
+                    let store = Store::wrap(conn, path);
+                    store.configure(true)?;
+                    schema::check_readable(&store.conn, path)?;
+                    Ok(store)
+                })
+        });
         match opened {
             Err(StoreError::CannotOpen { .. }) if !with_suffix(path, "-wal").exists() => {
                 Self::open_immutable(path)
@@ -187,7 +195,15 @@ impl Store {
             })
             .map_err(sqlite_error(path))
         };
-        match attach("mode=ro") {
+        let attached = attach("mode=ro").or_else(|err| match err {
+            StoreError::NeedsRecovery { path } => {
+                let _ = conn.execute("DETACH DATABASE idx", []);
+                roll_back(&path)?;
+                attach("mode=ro")
+            }
+            other => Err(other),
+        });
+        match attached {
             Err(StoreError::CannotOpen { .. }) if !with_suffix(path, "-wal").exists() => {
                 // The ATTACH itself may have failed (then there is no `idx`).
                 let _ = conn.execute("DETACH DATABASE idx", []);
@@ -325,6 +341,31 @@ fn uri_path(path: &Path) -> String {
     out
 }
 
+/// Runs `open`; when it meets the journal or write-ahead log of a writer
+/// that was killed (which a read-only connection cannot roll back), rolls it
+/// back and runs `open` again.
+fn recovering<T>(open: impl Fn() -> Result<T>) -> Result<T> {
+    match open() {
+        Err(StoreError::NeedsRecovery { path }) => {
+            roll_back(&path)?;
+            open()
+        }
+        other => other,
+    }
+}
+
+/// Lets SQLite roll back a hot journal (or recover a WAL): it does so on the
+/// first read of a connection that may write. When the file is not writable
+/// for this user, the connection is read-only and the error stays.
+pub(crate) fn roll_back(path: &Path) -> Result<()> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(sqlite_error(path))?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(sqlite_error(path))?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+        .map_err(sqlite_error(path))
+}
+
 fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     move |source| classify(path, source)
 }
@@ -334,10 +375,17 @@ fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
 fn classify(path: &Path, source: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode;
     let path = path.to_owned();
-    let code = match &source {
-        rusqlite::Error::SqliteFailure(err, _) => Some(err.code),
-        _ => None,
+    let (code, extended) = match &source {
+        rusqlite::Error::SqliteFailure(err, _) => (Some(err.code), err.extended_code),
+        _ => (None, 0),
     };
+    match extended {
+        rusqlite::ffi::SQLITE_READONLY_ROLLBACK | rusqlite::ffi::SQLITE_READONLY_RECOVERY => {
+            return StoreError::NeedsRecovery { path };
+        }
+        rusqlite::ffi::SQLITE_READONLY_DBMOVED => return StoreError::Moved { path },
+        _ => {}
+    }
     match code {
         Some(ErrorCode::NotADatabase) => StoreError::NotADatabase { path },
         Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt { path, source },

@@ -53,7 +53,14 @@ impl Store {
         self.refresh_copies()?;
         let upto = self.record_chunk_ids()?;
         self.conn.execute_batch("COMMIT").map_err(self.err())?;
+        crate::fault::reached(crate::fault::Point::Commit);
         self.dispatch_fts(upto)
+    }
+
+    /// Writes the open transaction's dirty pages to the file without
+    /// committing (a test's crash point; see `fault`).
+    pub fn flush_cache(&self) -> Result<()> {
+        self.conn.cache_flush().map_err(self.err())
     }
 
     /// Applies one batch inside the open transaction.
@@ -159,6 +166,16 @@ impl Store {
             FileStatus::Skipped(reason) => Some(reason.as_str()),
             _ => None,
         };
+        // The stored size says how much of the file the index has looked at:
+        // only the last batch of a file has seen it all. A sync killed after
+        // an earlier batch leaves a size that differs from the file's, so
+        // the next sync resumes from the cursor instead of calling the file
+        // unchanged.
+        let size = if batch.last {
+            target.size
+        } else {
+            cursor.offset
+        };
         let values = params![
             target.path.to_string_lossy(),
             target.root,
@@ -168,7 +185,7 @@ impl Store {
             skip_reason,
             target.dev,
             target.ino,
-            target.size as i64,
+            size as i64,
             target.mtime_ns,
             cursor.offset as i64,
             cursor.line_count,

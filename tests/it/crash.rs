@@ -116,3 +116,117 @@ fn readers_keep_working_during_a_sync() {
     }
     assert!(queries > 0);
 }
+
+/// `piidx sync --root <root>` with a crash point set (see `src/fault.rs`):
+/// batches of `batch_bytes`, each committed, and SIGKILL at `kill_at`.
+fn sync_killed_at(env: &Env, kill_at: &str, batch_bytes: u64) -> std::process::Output {
+    env.command(&["sync", "--quiet", "--root"])
+        .arg(&env.root)
+        .env("PIIDX_TEST_KILL_AT", kill_at)
+        .env("PIIDX_TEST_BATCH_BYTES", batch_bytes.to_string())
+        .output()
+        .expect("run sync")
+}
+
+fn was_killed(out: &std::process::Output) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    out.status.signal() == Some(9)
+}
+
+#[test]
+fn a_sync_killed_inside_a_large_file_resumes_it_and_doctor_sees_the_gap() {
+    let env = Env::with_fixture("samples");
+    // Files written long ago: a sync trusts their stat (a file modified
+    // within the last seconds is always looked at again).
+    crate::util::age_files(&env.root);
+    let expected = fresh_dump(&env);
+    // The samples hold ~1–2.4 MB files: 64 KB batches give each of them
+    // many committed batches, and the third commit falls inside the first.
+    let out = sync_killed_at(&env, "commit:3", 64 << 10);
+    assert!(
+        was_killed(&out),
+        "the sync was not killed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let short =
+        env.count("SELECT count(*) FROM files WHERE status = 'indexed' AND offset < 900000");
+    assert!(short > 0, "no file was left partly indexed");
+
+    let doctor = env.run(&["doctor", "--json"]);
+    assert_eq!(
+        doctor.status.code(),
+        Some(1),
+        "doctor must not call a partly indexed file healthy: {}",
+        String::from_utf8_lossy(&doctor.stdout)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("json");
+    let problems = report["problems"].to_string();
+    assert!(problems.contains("not in the index"), "{problems}");
+
+    env.sync();
+    env.sync();
+    fts_integrity(&env.db);
+    assert!(
+        canonical_dump(&env.db) == expected,
+        "a resumed sync differs from a fresh sync"
+    );
+    let healthy = env.run(&["doctor"]);
+    assert_eq!(
+        healthy.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&healthy.stdout)
+    );
+}
+
+#[test]
+fn readers_recover_a_hot_journal_left_by_a_killed_first_sync() {
+    // A first sync loads with a rollback journal; killed with pages of an
+    // open transaction in the file, it leaves a hot journal behind.
+    let env = Env::with_fixture("sessions");
+    let out = sync_killed_at(&env, "batch:4", 4 << 10);
+    assert!(was_killed(&out));
+    let mut journal = env.db.as_os_str().to_owned();
+    journal.push("-journal");
+    assert!(
+        std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0),
+        "no hot journal was left to test with"
+    );
+    let sql = env.run(&["sql", "SELECT count(*) AS n FROM entries"]);
+    assert!(
+        sql.status.success(),
+        "a read after the crash failed: {}",
+        String::from_utf8_lossy(&sql.stderr)
+    );
+    env.sync();
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
+}
+
+#[test]
+fn search_recovers_a_hot_journal_left_in_a_shard() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    // Re-index everything; die inside the first shard transaction.
+    let out = env
+        .command(&["sync", "--quiet", "--full", "--root"])
+        .arg(&env.root)
+        .env("PIIDX_TEST_KILL_AT", "shard:1")
+        .output()
+        .expect("run sync");
+    assert!(was_killed(&out));
+    let hot = crate::util::shard_paths(&env.db).into_iter().any(|shard| {
+        let mut journal = shard.into_os_string();
+        journal.push("-journal");
+        std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0)
+    });
+    assert!(hot, "no shard was left with a hot journal");
+    let search = env.run(&["search", "zebrafrost", "--json"]);
+    assert!(
+        search.status.success(),
+        "search after the crash failed: {}",
+        String::from_utf8_lossy(&search.stderr)
+    );
+    env.sync();
+    fts_integrity(&env.db);
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
+}

@@ -1,0 +1,106 @@
+//! Deterministic crash points, for tests only.
+//!
+//! A crash test that sends `kill -9` after a delay can lose its race on a
+//! fast machine (the sync is already done) and then passes without testing
+//! anything. Instead, tests set `PIIDX_TEST_KILL_AT=<point>:<n>` and the
+//! process kills itself with SIGKILL the `n`-th time it reaches `<point>`:
+//!
+//! * `commit`: right after the main database committed a transaction, before
+//!   the full-text shards got its chunks;
+//! * `batch`: after a batch was applied inside the open transaction, with the
+//!   page cache written to the file (a hot journal during a first sync);
+//! * `shard`: in a shard writer, with its transaction's rows written to the
+//!   file but not committed (a hot journal in the shard).
+//!
+//! `PIIDX_TEST_BATCH_BYTES=<n>` makes batches (and commits) that small, so a
+//! small test file spans many committed batches.
+//!
+//! Unset (always, outside tests), each check is one relaxed atomic load.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    Commit,
+    Batch,
+    Shard,
+}
+
+struct Plan {
+    kill_at: Option<(Point, u64)>,
+    batch_bytes: Option<u64>,
+}
+
+static PLAN: OnceLock<Plan> = OnceLock::new();
+static REACHED: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+
+fn plan() -> &'static Plan {
+    PLAN.get_or_init(|| Plan {
+        kill_at: std::env::var("PIIDX_TEST_KILL_AT")
+            .ok()
+            .and_then(|spec| parse_kill_at(&spec)),
+        batch_bytes: std::env::var("PIIDX_TEST_BATCH_BYTES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n > 0),
+    })
+}
+
+fn parse_kill_at(spec: &str) -> Option<(Point, u64)> {
+    let (point, n) = spec.split_once(':')?;
+    let point = match point {
+        "commit" => Point::Commit,
+        "batch" => Point::Batch,
+        "shard" => Point::Shard,
+        _ => return None,
+    };
+    Some((point, n.parse().ok()?))
+}
+
+/// True when the process will die at this arrival: the caller then makes
+/// the state worth testing (flushes its page cache) and calls `kill_now`.
+pub fn due(point: Point) -> bool {
+    let Some((at, n)) = plan().kill_at else {
+        return false;
+    };
+    if at != point {
+        return false;
+    }
+    REACHED[point as usize].fetch_add(1, Ordering::SeqCst) + 1 == n
+}
+
+/// Dies as `kill -9` would: no destructor, no flush, no unlock.
+pub fn kill_now() -> ! {
+    // SAFETY: kill(2) and getpid(2) have no memory-safety preconditions.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // SIGKILL cannot be caught; this is not reached.
+    std::process::abort()
+}
+
+/// `due(point)` and then die at once.
+pub fn reached(point: Point) {
+    if due(point) {
+        kill_now();
+    }
+}
+
+/// The batch size to use: `PIIDX_TEST_BATCH_BYTES` when set, else `normal`.
+pub fn batch_bytes(normal: u64) -> u64 {
+    plan().batch_bytes.unwrap_or(normal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_specs_parse() {
+        assert_eq!(parse_kill_at("commit:3"), Some((Point::Commit, 3)));
+        assert_eq!(parse_kill_at("shard:1"), Some((Point::Shard, 1)));
+        assert_eq!(parse_kill_at("nope:1"), None);
+        assert_eq!(parse_kill_at("batch"), None);
+    }
+}
