@@ -21,6 +21,7 @@ use piidx::{config, query};
 pub const EXIT_PARTIAL: u8 = 1;
 pub const EXIT_FATAL: u8 = 2;
 pub const EXIT_BUSY: u8 = 3;
+pub const EXIT_INCOMPLETE: u8 = 4;
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let db = match cli.db {
@@ -70,6 +71,9 @@ fn sync(db: PathBuf, args: SyncArgs) -> Result<ExitCode> {
     for warning in &report.warnings {
         eprintln!("piidx: warning: {warning}");
     }
+    for path in &report.unreadable {
+        eprintln!("piidx: cannot read {path}; what the index holds for it is kept as it was");
+    }
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
@@ -97,7 +101,9 @@ fn sync(db: PathBuf, args: SyncArgs) -> Result<ExitCode> {
     }
     let partial =
         report.parse_errors > 0 || report.files_skipped > 0 || !report.warnings.is_empty();
-    Ok(if partial {
+    Ok(if !report.unreadable.is_empty() {
+        ExitCode::from(EXIT_INCOMPLETE)
+    } else if partial {
         ExitCode::from(EXIT_PARTIAL)
     } else {
         ExitCode::SUCCESS
@@ -223,6 +229,7 @@ fn usage(db: PathBuf, args: UsageArgs) -> Result<ExitCode> {
     for warning in &report.warnings {
         eprintln!("piidx: warning: {warning}");
     }
+
     if let Some(warning) = usage::unpriced_warning(&report) {
         eprintln!("piidx: warning: {warning}");
     }

@@ -25,8 +25,21 @@ pub struct Unusable {
 pub struct Discovery {
     pub files: Vec<Target>,
     pub unusable: Vec<Unusable>,
-    /// Directories or links the walk could not enter (permissions, loops).
+    /// Directories that could not be listed and files that could not be
+    /// `stat`ed (permissions, I/O errors), with the reason: what the index
+    /// holds under them is kept, since nobody knows whether it is gone.
+    pub unreadable: Vec<(PathBuf, String)>,
+    /// Links the walk did not follow (loops).
     pub warnings: Vec<String>,
+}
+
+impl Discovery {
+    /// True when `path` lies in (or is) something the walk could not read.
+    pub fn hides(&self, path: &Path) -> bool {
+        self.unreadable
+            .iter()
+            .any(|(unreadable, _)| path.starts_with(unreadable))
+    }
 }
 
 /// Directory names that never hold sessions.
@@ -65,7 +78,15 @@ fn walk_root(root: &Path, found: &mut Discovery) {
         let entry = match item {
             Ok(entry) => entry,
             Err(err) => {
-                found.warnings.push(describe_walk_error(&err));
+                match err.path().filter(|_| hides_what_it_holds(&err)) {
+                    Some(path) => {
+                        let reason = err
+                            .io_error()
+                            .map_or_else(|| err.to_string(), ToString::to_string);
+                        found.unreadable.push((path.to_owned(), reason));
+                    }
+                    None => found.warnings.push(describe_walk_error(&err)),
+                }
                 continue;
             }
         };
@@ -90,11 +111,18 @@ fn walk_root(root: &Path, found: &mut Discovery) {
         };
         let metadata = match entry.metadata() {
             Ok(metadata) => metadata,
+            Err(err) if hides_what_it_holds(&err) => {
+                let reason = err
+                    .io_error()
+                    .map_or_else(|| err.to_string(), ToString::to_string);
+                found
+                    .unreadable
+                    .push((target.path, format!("cannot stat: {reason}")));
+                continue;
+            }
+            // Gone since the directory was listed, or a dangling link.
             Err(err) => {
-                found.unusable.push(Unusable {
-                    target,
-                    reason: format!("cannot stat: {err}"),
-                });
+                found.warnings.push(describe_walk_error(&err));
                 continue;
             }
         };
@@ -125,6 +153,21 @@ fn fill_stat(target: &mut Target, metadata: &std::fs::Metadata) {
     target.seen_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos() as i64);
+}
+
+/// True for an error that leaves it unknown what is there (no permission,
+/// an I/O error); false for what is known to be gone (a dangling link, a
+/// file deleted meanwhile) and for symlink loops.
+fn hides_what_it_holds(err: &walkdir::Error) -> bool {
+    if err.loop_ancestor().is_some() {
+        return false;
+    }
+    match err.io_error() {
+        Some(io) => {
+            io.kind() != std::io::ErrorKind::NotFound && io.raw_os_error() != Some(libc::ELOOP)
+        }
+        None => true,
+    }
 }
 
 fn describe_walk_error(err: &walkdir::Error) -> String {

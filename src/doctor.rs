@@ -53,6 +53,9 @@ pub struct FileDiff {
 /// What one pass of checks found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Findings {
+    /// Files (the database, its shards) left with the unfinished write of a
+    /// killed piidx: nothing else is checked until they are rolled back.
+    pub unfinished_writes: Vec<String>,
     /// The file cannot be used as a database (not SQLite, corrupt).
     pub broken: Option<String>,
     pub application_id: Option<i64>,
@@ -73,6 +76,11 @@ pub struct Findings {
 impl Findings {
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
+        for path in &self.unfinished_writes {
+            out.push(format!(
+                "{path} holds the unfinished write of a piidx that was killed (a hot journal); `piidx doctor --fix` rolls it back (so does any piidx command that may write it)"
+            ));
+        }
         if let Some(broken) = &self.broken {
             out.push(format!("database is damaged: {broken}"));
         }
@@ -155,6 +163,16 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
     if !options.fix || problems.is_empty() {
         return Ok(report);
     }
+    let mut findings = findings;
+    if !findings.unfinished_writes.is_empty() {
+        for path in &findings.unfinished_writes {
+            crate::store::roll_back(Path::new(path))?;
+            report
+                .fixed
+                .push(format!("rolled back the unfinished write in {path}"));
+        }
+        findings = diagnose(db, options.max_line_bytes)?;
+    }
     if findings.broken.is_some() {
         let backup = rebuild(options, &findings)?;
         report.fixed.push(format!(
@@ -170,7 +188,6 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
                 .fixed
                 .push(format!("upgraded the schema to {SCHEMA_VERSION}"));
         }
-        let mut findings = findings;
         if findings.schema_outdated {
             findings = diagnose(db, options.max_line_bytes)?;
         }
@@ -201,7 +218,17 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
 /// One pass of checks. Errors only for what doctor cannot judge or must not
 /// touch: a database of another program or of a newer piidx.
 pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorError> {
-    let mut findings = Findings::default();
+    // Reading past a hot journal would roll it back: look, and stop there.
+    let mut findings = Findings {
+        unfinished_writes: crate::store::unfinished_writes(db)
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
+        ..Findings::default()
+    };
+    if !findings.unfinished_writes.is_empty() {
+        return Ok(findings);
+    }
     let broken = |err: StoreError, findings: &mut Findings| -> Result<(), DoctorError> {
         if err.is_broken_database() {
             findings.broken = Some(err.to_string());
@@ -522,15 +549,7 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
         return Err(DoctorError::NoRoots { db: db.clone() });
     }
     let tmp = with_suffix(db, &format!(".rebuild-{}", std::process::id()));
-    let remove_tmp = || {
-        let shards = (0..).map(|k| crate::store::shard_path(&tmp, k));
-        let built: Vec<PathBuf> = shards.take_while(|path| path.exists()).collect();
-        for path in std::iter::once(tmp.clone()).chain(built) {
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                let _ = std::fs::remove_file(with_suffix(&path, suffix));
-            }
-        }
-    };
+    let remove_tmp = || crate::store::remove_database(&tmp);
     remove_tmp();
     let built = sync::run_locked(&sync_options(options, &tmp, roots)).and_then(|_| {
         let store = Store::open_for_doctor(&tmp)?;
@@ -568,14 +587,15 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
         }
     }
     std::fs::rename(&tmp, db).map_err(io("rename the rebuilt database to", db))?;
-    // Its full-text shards follow it (closed, so without -wal/-shm).
+    // Its full-text shards follow it (closed, so without -wal/-shm); an old
+    // shard's journal would be replayed into the new file.
     for shard in 0.. {
         let built = crate::store::shard_path(&tmp, shard);
         if !built.exists() {
             break;
         }
         let target = crate::store::shard_path(db, shard);
-        for suffix in ["-wal", "-shm"] {
+        for suffix in ["-wal", "-shm", "-journal"] {
             let _ = std::fs::remove_file(with_suffix(&target, suffix));
         }
         std::fs::rename(&built, &target).map_err(io("rename the rebuilt shard to", &target))?;

@@ -70,6 +70,9 @@ pub enum FileStatus {
     Pending,
     /// Not a session; the reason says why.
     Skipped(String),
+    /// Could not be read this time (permissions, I/O): what the index holds
+    /// for it is left as it was.
+    Unreadable(String),
 }
 
 impl FileStatus {
@@ -78,6 +81,7 @@ impl FileStatus {
             FileStatus::Indexed => "indexed",
             FileStatus::Pending => "pending",
             FileStatus::Skipped(_) => "skipped",
+            FileStatus::Unreadable(_) => "unreadable",
         }
     }
 }

@@ -68,6 +68,9 @@ pub struct SyncReport {
     pub bytes_read: u64,
     pub elapsed_ms: u64,
     pub warnings: Vec<String>,
+    /// Directories and files that could not be read ("path: reason"); what
+    /// the index holds for them is kept as it was. Exit code 4.
+    pub unreadable: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,13 +86,20 @@ pub enum SyncError {
     },
     #[error("session root {root} does not exist; pass --root DIR or set PI_CODING_AGENT_DIR")]
     RootMissing { root: PathBuf },
+    #[error("session root {root} is not a directory; pass --root with the sessions directory")]
+    RootNotDirectory { root: PathBuf },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 /// What to do with one discovered file.
 enum Job {
-    Read(Target, Start),
+    /// Read from `Start`; `known` when the index holds rows for the file.
+    Read {
+        target: Target,
+        start: Start,
+        known: bool,
+    },
     Unusable(Target, String),
 }
 
@@ -103,8 +113,12 @@ pub fn run(options: &SyncOptions) -> Result<SyncReport, SyncError> {
 pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
     for root in &options.roots {
-        if !root.is_dir() {
-            return Err(SyncError::RootMissing { root: root.clone() });
+        match std::fs::metadata(root) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(SyncError::RootNotDirectory { root: root.clone() }),
+            // Unreadable (its parent, say): the walk reports it, nothing is removed.
+            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {}
+            Err(_) => return Err(SyncError::RootMissing { root: root.clone() }),
         }
     }
     // The walk (a stat per file) and opening the index (migrations, shard
@@ -121,6 +135,11 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
         warnings: discovery.warnings.clone(),
+        unreadable: discovery
+            .unreadable
+            .iter()
+            .map(|(path, reason)| format!("{}: {reason}", path.display()))
+            .collect(),
         ..SyncReport::default()
     };
     let plan = plan(options, &states, discovery, &mut report);
@@ -159,7 +178,12 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     // Subagent artifact files and run links (see `artifacts`).
     crate::artifacts::sync(&store, &options.roots, options.full)?;
     store.commit()?;
-    store.finish_fts()?;
+    for shard in store.finish_fts()? {
+        report.warnings.push(format!(
+            "full-text shard {} was held open by another process past the wait; what this run indexed becomes searchable at the next sync",
+            shard.display()
+        ));
+    }
     if bulk_load {
         store.end_bulk_load()?;
     }
@@ -190,6 +214,13 @@ fn plan(
     let mut jobs = Vec::new();
     let mut bytes_to_read = 0;
     let mut seen = HashSet::new();
+    // Whatever lies in a directory that could not be listed may still be
+    // there: it is not removed.
+    for state in states.values() {
+        if discovery.hides(&state.path) {
+            seen.insert(state.path.as_os_str().to_owned());
+        }
+    }
     for target in discovery.files {
         seen.insert(target.path.as_os_str().to_owned());
         let state = states.get(target.path.as_os_str());
@@ -200,7 +231,12 @@ fn plan(
                     Start::Scratch => 0,
                 };
                 bytes_to_read += target.size.saturating_sub(from);
-                jobs.push(Job::Read(target, start));
+                let known = state.is_some_and(|state| state.status == "indexed");
+                jobs.push(Job::Read {
+                    target,
+                    start,
+                    known,
+                });
             }
             None => report.files_unchanged += 1,
         }
@@ -218,7 +254,7 @@ fn plan(
     }
     // Big files first, so one large file does not finish alone at the end.
     jobs.sort_by_key(|job| match job {
-        Job::Read(target, _) => std::cmp::Reverse(target.size),
+        Job::Read { target, .. } => std::cmp::Reverse(target.size),
         Job::Unusable(..) => std::cmp::Reverse(0),
     });
     let synced_roots: HashSet<String> = options
@@ -275,20 +311,33 @@ fn run_jobs(jobs: Vec<Job>, sender: SyncSender<Batch>, options: IngestOptions, s
         }
         let mut emit = |batch: Batch| sender.send(batch).is_ok();
         match job {
-            Job::Read(target, start) => {
+            Job::Read {
+                target,
+                start,
+                known,
+            } => {
                 if let Err(err) = ingest::ingest(&target, start, options, &mut emit) {
-                    emit(unreadable(target, format!("cannot read: {}", err.source)));
+                    let reason = format!("cannot read: {}", err.source);
+                    // Rows already indexed stay until the file can be read
+                    // again (or is gone); a new file is recorded as skipped.
+                    let status = if known {
+                        FileStatus::Unreadable(reason)
+                    } else {
+                        FileStatus::Skipped(reason)
+                    };
+                    emit(last_batch(target, status));
                 }
             }
             Job::Unusable(target, reason) => {
-                emit(unreadable(target, reason));
+                emit(last_batch(target, FileStatus::Skipped(reason)));
             }
         }
     });
 }
 
-/// A batch that records a file as skipped, dropping any rows it had.
-fn unreadable(target: Target, reason: String) -> Batch {
+/// A file's last batch with no rows: `Skipped` drops any rows it had,
+/// `Unreadable` leaves them alone.
+fn last_batch(target: Target, status: FileStatus) -> Batch {
     Batch {
         target,
         reset: true,
@@ -297,7 +346,7 @@ fn unreadable(target: Target, reason: String) -> Batch {
         errors: Vec::new(),
         cursor: ingest::Cursor::default(),
         fingerprint: Fingerprint::default(),
-        status: FileStatus::Skipped(reason),
+        status,
         bytes: 0,
         last: true,
     }
@@ -336,6 +385,9 @@ fn write_all(
         if batch.last {
             match &batch.status {
                 FileStatus::Skipped(_) => report.files_skipped += 1,
+                FileStatus::Unreadable(reason) => report
+                    .unreadable
+                    .push(format!("{}: {reason}", batch.target.path.display())),
                 FileStatus::Pending => report.files_pending += 1,
                 FileStatus::Indexed if touched.contains(&batch.target.path) => {
                     report.files_indexed += 1

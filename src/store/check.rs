@@ -25,6 +25,26 @@ pub struct FileCounts {
     pub has_session: bool,
 }
 
+/// The files of the index at `db` (itself and its shards) that hold the
+/// unfinished write of a piidx that was killed: a hot journal, which the
+/// next connection that may write rolls back. Looks without writing.
+pub fn unfinished_writes(db: &Path) -> Vec<std::path::PathBuf> {
+    let shards = (0..).map(|k| super::shard_path(db, k));
+    let files = std::iter::once(db.to_owned()).chain(shards.take_while(|path| path.exists()));
+    files
+        .filter(|path| {
+            let probe = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|conn| {
+                    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+                });
+            matches!(
+                probe.map_err(sqlite_error(path)),
+                Err(super::StoreError::NeedsRecovery { .. })
+            )
+        })
+        .collect()
+}
+
 impl Store {
     /// Opens an existing database read-write (never creating it) without
     /// checking or migrating its schema, so `doctor` can look at anything.

@@ -89,6 +89,22 @@ pub fn default_shards() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
 }
 
+/// Deletes a database file, its shard files, and every journal, log and
+/// shared-memory file of each (best effort: what cannot go stays).
+pub fn remove_database(db: &Path) {
+    let _ = remove_shard_file(db);
+    for shard in 0.. {
+        let path = shard_path(db, shard);
+        let any = ["", "-wal", "-shm", "-journal"]
+            .iter()
+            .any(|suffix| with_suffix(&path, suffix).exists());
+        if !any {
+            break;
+        }
+        let _ = remove_shard_file(&path);
+    }
+}
+
 /// Deletes a shard file with its `-journal` (and a `-wal` or `-shm`).
 fn remove_shard_file(path: &Path) -> std::io::Result<()> {
     for suffix in ["", "-wal", "-shm", "-journal"] {
@@ -169,7 +185,15 @@ impl Store {
     /// Drops every shard and indexes all chunks again (`doctor --fix`).
     pub fn rebuild_fts(&self) -> Result<()> {
         self.start_fts_with(None, true)?;
-        self.finish_fts()
+        match self.finish_fts()?.into_iter().next() {
+            Some(path) => Err(StoreError::Shard {
+                path,
+                message:
+                    "another process held it open; close it and run `piidx doctor --fix` again"
+                        .into(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn start_fts_with(&self, wanted: Option<usize>, reset: bool) -> Result<()> {
@@ -196,18 +220,23 @@ impl Store {
 
     /// Waits for every shard to commit what it was sent, then forgets the
     /// deletions they have all applied. Call after the last `commit`.
-    pub fn finish_fts(&self) -> Result<()> {
+    /// Returns the shards a reader kept from committing: they catch up at
+    /// the next sync (their deletions stay logged for it).
+    pub fn finish_fts(&self) -> Result<Vec<PathBuf>> {
         let Some(writers) = self.shards.borrow_mut().take() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
-        writers.finish()?;
+        let behind = writers.finish()?;
+        if !behind.is_empty() {
+            return Ok(behind);
+        }
         // With a WHERE clause: a bare DELETE clears the table's root page
         // even when it is empty, so every no-change sync wrote (and
         // fsynced) a page.
         self.conn
             .execute("DELETE FROM fts_deletes WHERE chunk_id IS NOT NULL", [])
             .map_err(self.err())?;
-        Ok(())
+        Ok(Vec::new())
     }
 
     /// Checks the full-text shards: both indexes of every shard pass FTS5's
@@ -258,6 +287,20 @@ impl Store {
             Ok(None) => return Some(format!("shard {name} belongs to another database")),
             Err(err) => return Some(format!("shard {name}: {err}")),
         };
+        let behind: rusqlite::Result<i64> = self.conn.query_row(
+            "SELECT count(*) FROM chunks WHERE chunk_id % ?1 = ?2 AND chunk_id > ?3",
+            params![config.shards as i64, shard as i64, upto],
+            |row| row.get(0),
+        );
+        match behind {
+            Ok(0) => {}
+            Ok(n) => {
+                return Some(format!(
+                    "shard {name} is behind: {n} chunk(s) are not searchable yet; `piidx sync` indexes them"
+                ));
+            }
+            Err(err) => return Some(format!("shard {name}: {err}")),
+        }
         for table in ["fts", "fts_trigram"] {
             if let Err(err) = conn.execute(
                 &format!("INSERT INTO {table}({table}) VALUES('integrity-check')"),
@@ -530,18 +573,26 @@ impl ShardWriters {
         }
     }
 
-    fn finish(mut self) -> Result<()> {
-        let mut first = Ok(());
+    /// Waits for every writer; returns the shards left behind (busy).
+    fn finish(mut self) -> Result<Vec<PathBuf>> {
         for writer in &mut self.writers {
             writer.sender = None;
         }
+        let mut behind = Vec::new();
+        let mut first_error = None;
         for writer in &mut self.writers {
-            let joined = writer.join();
-            if first.is_ok() {
-                first = joined;
+            match writer.join() {
+                Ok(true) => {}
+                Ok(false) => behind.push(writer.path.clone()),
+                Err(err) => {
+                    first_error.get_or_insert(err);
+                }
             }
         }
-        first
+        match first_error {
+            Some(err) => Err(err),
+            None => Ok(behind),
+        }
     }
 }
 
@@ -551,7 +602,7 @@ struct ShardWriter {
     /// What this shard has (or has been sent, once the thread commits).
     upto: i64,
     sender: Option<SyncSender<Work>>,
-    thread: Option<JoinHandle<Result<()>>>,
+    thread: Option<JoinHandle<Result<bool>>>,
 }
 
 impl ShardWriter {
@@ -577,11 +628,12 @@ impl ShardWriter {
         })
     }
 
-    fn join(&mut self) -> Result<()> {
+    /// Whether the shard took everything it was sent (see `write_shard`).
+    fn join(&mut self) -> Result<bool> {
         self.sender = None;
         match self.thread.take().map(JoinHandle::join) {
-            None | Some(Ok(Ok(()))) => Ok(()),
-            Some(Ok(Err(err))) => Err(err),
+            None => Ok(true),
+            Some(Ok(outcome)) => outcome,
             Some(Err(_)) => Err(StoreError::Shard {
                 path: self.path.clone(),
                 message: "its writer thread panicked".into(),
@@ -680,47 +732,56 @@ fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
     .map_err(sqlite_error(path))
 }
 
-/// The shard writer thread: one transaction per message.
-fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Result<()> {
+/// The shard writer thread: one transaction per message. Returns whether
+/// the shard took everything: when a reader holds the file past the busy
+/// timeout, the transaction is rolled back and the rest is left to the next
+/// sync (its mark stays where it was), instead of failing a sync whose main
+/// database has already committed.
+fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Result<bool> {
     let err = sqlite_error(path);
-    for work in receiver {
-        conn.execute_batch("BEGIN IMMEDIATE").map_err(&err)?;
-        {
-            let mut delete = conn
-                .prepare_cached("DELETE FROM fts WHERE rowid = ?1")
-                .map_err(&err)?;
-            let mut delete_trigrams = conn
-                .prepare_cached("DELETE FROM fts_trigram WHERE rowid = ?1")
-                .map_err(&err)?;
-            for id in &work.deletes {
-                delete.execute([id]).map_err(&err)?;
-                delete_trigrams.execute([id]).map_err(&err)?;
+    while let Ok(work) = receiver.recv() {
+        match write_work(&conn, &work) {
+            Ok(()) => {}
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                conn.execute_batch("ROLLBACK").map_err(&err)?;
+                // Drained so that the main writer never waits on this shard.
+                for _ in receiver {}
+                return Ok(false);
             }
-            let mut insert = conn
-                .prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")
-                .map_err(&err)?;
-            let mut insert_trigrams = conn
-                .prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")
-                .map_err(&err)?;
-            for (id, body, trigram) in &work.rows {
-                insert.execute(params![id, body]).map_err(&err)?;
-                if *trigram {
-                    insert_trigrams.execute(params![id, body]).map_err(&err)?;
-                }
-            }
+            Err(other) => return Err(err(other)),
         }
-        conn.execute(
-            "UPDATE shard SET indexed_upto = max(indexed_upto, ?1)",
-            [work.upto],
-        )
-        .map_err(&err)?;
-        if crate::fault::due(crate::fault::Point::Shard) {
-            let _ = conn.cache_flush();
-            crate::fault::kill_now();
-        }
-        conn.execute_batch("COMMIT").map_err(&err)?;
     }
-    Ok(())
+    Ok(true)
+}
+
+fn write_work(conn: &Connection, work: &Work) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let mut delete = conn.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
+    let mut delete_trigrams = conn.prepare_cached("DELETE FROM fts_trigram WHERE rowid = ?1")?;
+    for id in &work.deletes {
+        delete.execute([id])?;
+        delete_trigrams.execute([id])?;
+    }
+    let mut insert = conn.prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")?;
+    let mut insert_trigrams =
+        conn.prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")?;
+    for (id, body, trigram) in &work.rows {
+        insert.execute(params![id, body])?;
+        if *trigram {
+            insert_trigrams.execute(params![id, body])?;
+        }
+    }
+    conn.execute(
+        "UPDATE shard SET indexed_upto = max(indexed_upto, ?1)",
+        [work.upto],
+    )?;
+    if crate::fault::due(crate::fault::Point::Shard) {
+        let _ = conn.cache_flush();
+        crate::fault::kill_now();
+    }
+    conn.execute_batch("COMMIT")
 }
 
 /// Attaches every shard read-only to a query connection as `fts0`, `fts1`,

@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-pub use check::{FileCounts, Identity};
+pub use check::{FileCounts, Identity, unfinished_writes};
 pub use fts::{
-    ShardConfig, attach_one_shard, attach_shards, default_shards, shard_path, shard_schema,
+    ShardConfig, attach_one_shard, attach_shards, default_shards, remove_database, shard_path,
+    shard_schema,
 };
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
@@ -404,5 +405,22 @@ impl StoreError {
             self,
             StoreError::NotADatabase { .. } | StoreError::Corrupt { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_deleted_under_a_writer_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let err = conn.execute("INSERT INTO t VALUES (2)", []).unwrap_err();
+        assert!(matches!(classify(&path, err), StoreError::Moved { .. }));
     }
 }

@@ -65,6 +65,9 @@ impl Store {
 
     /// Applies one batch inside the open transaction.
     pub fn apply(&self, batch: &Batch) -> Result<WriteStats> {
+        if let FileStatus::Unreadable(_) = batch.status {
+            return Ok(WriteStats::default());
+        }
         let path = batch.target.path.to_string_lossy();
         let existing = self.file_id(&path)?;
         if let (true, Some(file_id)) = (batch.reset, existing) {

@@ -192,6 +192,10 @@ fn readers_recover_a_hot_journal_left_by_a_killed_first_sync() {
         std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0),
         "no hot journal was left to test with"
     );
+    let doctor = env.run(&["doctor"]);
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert_eq!(doctor.status.code(), Some(1), "{report}");
+    assert!(report.contains("unfinished write"), "{report}");
     let sql = env.run(&["sql", "SELECT count(*) AS n FROM entries"]);
     assert!(
         sql.status.success(),
@@ -220,6 +224,12 @@ fn search_recovers_a_hot_journal_left_in_a_shard() {
         std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0)
     });
     assert!(hot, "no shard was left with a hot journal");
+    let fixed = env.run(&["doctor", "--fix"]);
+    let report = String::from_utf8_lossy(&fixed.stdout);
+    assert!(
+        report.contains("rolled back the unfinished write"),
+        "{report}"
+    );
     let search = env.run(&["search", "zebrafrost", "--json"]);
     assert!(
         search.status.success(),
@@ -229,4 +239,36 @@ fn search_recovers_a_hot_journal_left_in_a_shard() {
     env.sync();
     fts_integrity(&env.db);
     assert!(canonical_dump(&env.db) == fresh_dump(&env));
+}
+
+#[test]
+fn a_reader_holding_a_shard_delays_its_text_but_never_fails_the_sync() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let expected = canonical_dump(&env.db);
+    // A long read transaction on the first shard (rollback journal: a
+    // writer must wait for it to end before it can commit).
+    let shard = crate::util::shard_paths(&env.db).remove(0);
+    let reader = rusqlite::Connection::open(&shard).expect("open shard");
+    reader.execute_batch("BEGIN").expect("begin");
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM fts", [], |row| row.get(0))
+        .expect("read shard");
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--full", "--root", &root, "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("held open by another process"), "{stderr}");
+    // The main database committed; doctor sees the shard behind.
+    assert!(canonical_dump(&env.db) == expected);
+    let doctor = env.run(&["doctor"]);
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert_eq!(doctor.status.code(), Some(1), "{report}");
+    assert!(report.contains("is behind"), "{report}");
+    drop(reader);
+    env.sync();
+    fts_integrity(&env.db);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+    let hit = env.run(&["search", "zebrafrost", "--json"]);
+    assert!(String::from_utf8_lossy(&hit.stdout).contains("zebrafrost"));
 }

@@ -104,6 +104,13 @@ fn doctor_rebuilds_a_destroyed_database_and_keeps_the_old_file() {
     );
     assert_eq!(env.count("SELECT count(*) FROM entries"), before);
     assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+    let litter: Vec<String> = std::fs::read_dir(env.dir.path())
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".rebuild-"))
+        .collect();
+    assert!(litter.is_empty(), "left behind: {litter:?}");
 }
 
 #[test]

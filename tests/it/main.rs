@@ -11,6 +11,8 @@ mod sync;
 mod incremental;
 // kill -9 mid-sync, concurrent syncs, readers during a sync.
 mod crash;
+// Unreadable paths and read-only indexes, as an ordinary user.
+mod permissions;
 // Rows against counts computed independently from the fixture files.
 mod fixtures;
 // `piidx sql`, output formats, and opening databases that are not ours.

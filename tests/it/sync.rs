@@ -158,3 +158,19 @@ fn a_first_sync_leaves_the_database_in_wal_mode() {
     leftover.push("-journal");
     assert!(!std::path::Path::new(&leftover).exists());
 }
+
+#[test]
+fn a_root_that_is_a_file_or_missing_is_named_as_such() {
+    let env = Env::new();
+    let file = env.dir.path().join("sessions.jsonl");
+    std::fs::write(&file, "{}\n").expect("write");
+    let out = env.run(&["sync", "--root", &file.to_string_lossy()]);
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    assert!(message.contains("is not a directory"), "{message}");
+    let missing = env.dir.path().join("nowhere");
+    let out = env.run(&["sync", "--root", &missing.to_string_lossy()]);
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    assert!(message.contains("does not exist"), "{message}");
+}
