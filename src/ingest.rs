@@ -15,8 +15,10 @@ use crate::read::{Fingerprint, Line, LineReader};
 
 /// Bump when extraction changes: files indexed by an older parser are
 /// re-indexed automatically on the next sync. 2: an `id` or `parentId` of
-/// `""` counts as missing.
-pub const PARSER_VERSION: i64 = 2;
+/// `""` counts as missing. 3: numbers are kept as written (they were parsed
+/// into floats and printed back, rounded) and image payloads keep their
+/// place among their object's keys.
+pub const PARSER_VERSION: i64 = 3;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;

@@ -185,6 +185,9 @@ pub struct ImageRow {
     pub json_path: String,
     /// The key the payload was cut from (`data`, or `content` for v1 attachments).
     pub key: String,
+    /// Its position among the object's keys, so the payload goes back where
+    /// it was.
+    pub key_index: i64,
     pub mime_type: Option<String>,
     pub hash: String,
     /// `base64` when `bytes` are the decoded payload (re-encoding gives the
@@ -744,7 +747,10 @@ fn take_image(map: &mut Map<String, Value>, path: &str) -> Option<ImageRow> {
     } else {
         return None;
     };
-    let Some(Value::String(payload)) = map.remove(key) else {
+    let key_index = map.keys().position(|k| k == key)? as i64;
+    // `shift_remove` keeps the other keys in their order (`remove` swaps the
+    // last key into the gap).
+    let Some(Value::String(payload)) = map.shift_remove(key) else {
         return None;
     };
     let engine = base64::engine::general_purpose::STANDARD;
@@ -755,6 +761,7 @@ fn take_image(map: &mut Map<String, Value>, path: &str) -> Option<ImageRow> {
     Some(ImageRow {
         json_path: path.to_owned(),
         key: key.to_owned(),
+        key_index,
         mime_type: map
             .get("mimeType")
             .and_then(Value::as_str)

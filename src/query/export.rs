@@ -2,8 +2,9 @@
 //!
 //! The header's stored JSON, then every entry's stored JSON in file order,
 //! with image payloads put back from `blobs` (base64 re-encoded when they
-//! were decoded on the way in). Objects are JSON-equal to the source lines;
-//! key order inside an image object may differ (the payload key comes last).
+//! were decoded on the way in) at their place among their object's keys.
+//! Numbers are kept as written, so a line Pi wrote (`JSON.stringify`) comes
+//! back byte for byte; any other line comes back JSON-equal.
 //! Lines Pi could not parse, duplicate header lines and glued objects are
 //! not entries of the session and are not written.
 
@@ -53,7 +54,7 @@ pub fn export(
           ORDER BY e.line_no, e.obj_in_line",
     )?;
     let mut images = conn.prepare(
-        "SELECT i.json_path, i.payload_key, b.encoding, b.data
+        "SELECT i.json_path, i.payload_key, b.encoding, b.data, i.payload_index
            FROM images i JOIN blobs b ON b.hash = i.hash WHERE i.entry_rowid = ?1",
     )?;
     let mut rows = stmt.query([session.file_id])?;
@@ -77,6 +78,7 @@ pub fn export(
                 let key: String = image.get(1)?;
                 let encoding: String = image.get(2)?;
                 let data: Vec<u8> = image.get(3)?;
+                let index: Option<i64> = image.get(4)?;
                 let payload = if encoding == "base64" {
                     base64::engine::general_purpose::STANDARD.encode(&data)
                 } else {
@@ -88,7 +90,8 @@ pub fn export(
                         entry: entry.clone(),
                         path: path.clone(),
                     })?;
-                target.insert(key, Value::String(payload));
+                let index = index.map_or(target.len(), |i| (i.max(0) as usize).min(target.len()));
+                target.shift_insert(index, key, Value::String(payload));
             }
             serde_json::to_writer(&mut *out, &value).map_err(std::io::Error::from)?;
         }

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0007_trigram_shards.sql"),
     include_str!("../../migrations/0008_entries_time.sql"),
     include_str!("../../migrations/0009_copies.sql"),
+    include_str!("../../migrations/0010_exact.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

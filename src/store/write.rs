@@ -681,7 +681,7 @@ impl Store {
             self.conn
                 .prepare_cached(
                     "INSERT OR IGNORE INTO images(entry_rowid, json_path, file_id, payload_key, mime_type,
-                         byte_len, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                         byte_len, hash, payload_index) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute(params![
@@ -692,6 +692,7 @@ impl Store {
                         image.mime_type,
                         image.bytes.len() as i64,
                         image.hash,
+                        image.key_index,
                     ])
                 })
                 .map_err(self.err())?;

@@ -359,3 +359,27 @@ fn doctor_recounts_fork_copies_changed_behind_its_back() {
     assert_eq!(usage(&env), before);
     assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
 }
+
+#[test]
+fn doctor_finds_stored_json_that_differs_from_the_file() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let expected = crate::util::canonical_dump(&env.db);
+    // What schema 9 did to numbers: 0.018966000000000004 stored as 0.018966.
+    db_sql(
+        &env.db,
+        "UPDATE entries SET raw = replace(raw, '0.018966000000000004', '0.018966')
+          WHERE raw LIKE '%0.018966000000000004%';",
+    );
+    let out = env.run(&["doctor"]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("stored JSON differs from the file"),
+        "{report}"
+    );
+    let fixed = env.run(&["doctor", "--fix"]);
+    assert_eq!(fixed.status.code(), Some(1), "{}", stderr(&fixed));
+    assert!(crate::util::canonical_dump(&env.db) == expected);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+}

@@ -55,12 +55,19 @@ enum Op {
         file: u8,
     },
     Sync,
+    /// A sync killed (SIGKILL) at a deterministic point: after the `n`-th
+    /// commit, inside the `n`-th batch's open transaction, or inside the
+    /// `n`-th shard transaction. Batches are small, so files span several.
+    Crash {
+        point: u8,
+        n: u8,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let file = 0u8..4;
     prop_oneof![
-        (file.clone(), 1u8..6).prop_map(|(file, entries)| Op::Add { file, entries }),
+        (file.clone(), 1u8..10).prop_map(|(file, entries)| Op::Add { file, entries }),
         (file.clone(), 1u8..4).prop_map(|(file, entries)| Op::Append { file, entries }),
         (file.clone(), any::<u8>()).prop_map(|(file, cut)| Op::AppendPartial { file, cut }),
         file.clone().prop_map(|file| Op::Complete { file }),
@@ -77,8 +84,14 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Op::Sync),
         Just(Op::Sync),
         Just(Op::Sync),
+        (0u8..3, 1u8..8).prop_map(|(point, n)| Op::Crash { point, n }),
+        (0u8..3, 1u8..8).prop_map(|(point, n)| Op::Crash { point, n }),
     ]
 }
+
+/// Bytes per batch in a crashing sync: the test's files hold a few hundred
+/// bytes per entry, so most span several committed batches.
+const CRASH_BATCH_BYTES: &str = "600";
 
 /// The test's own knowledge of each file: enough to write valid lines.
 #[derive(Default)]
@@ -86,6 +99,20 @@ struct Tree {
     next_id: u64,
     last_id: HashMap<u8, String>,
     partial_rest: HashMap<u8, String>,
+    /// Writes so far, for the mtimes (see `age`).
+    writes: u64,
+}
+
+/// Gives every file an mtime a day in the past that still changes with
+/// every write: syncs then trust the stat they recorded, as they do for a
+/// real tree, instead of re-checking files modified within the last
+/// seconds (which would hide a sync that wrongly calls a file unchanged).
+fn age(file: &Path, writes: u64) {
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400)
+        + std::time::Duration::from_secs(writes);
+    if let Ok(handle) = fs::File::options().write(true).open(file) {
+        handle.set_modified(when).expect("set mtime");
+    }
 }
 
 impl Tree {
@@ -144,6 +171,14 @@ impl Tree {
     }
 
     fn apply(&mut self, root: &Path, op: &Op, env: &Env) {
+        self.change(root, op, env);
+        if let Some(file) = op.file() {
+            self.writes += 1;
+            age(&Self::path(root, file), self.writes);
+        }
+    }
+
+    fn change(&mut self, root: &Path, op: &Op, env: &Env) {
         match *op {
             Op::Add { file, entries } => {
                 let path = Self::path(root, file);
@@ -257,6 +292,40 @@ impl Tree {
             Op::Sync => {
                 env.sync();
             }
+            Op::Crash { point, n } => {
+                let point = ["commit", "batch", "shard"][point as usize % 3];
+                let out = env
+                    .command(&["sync", "--quiet", "--root"])
+                    .arg(root)
+                    .env("PIIDX_TEST_KILL_AT", format!("{point}:{n}"))
+                    .env("PIIDX_TEST_BATCH_BYTES", CRASH_BATCH_BYTES)
+                    .output()
+                    .expect("run sync");
+                // Killed, or done before reaching the point.
+                assert!(
+                    matches!(out.status.code(), None | Some(0 | 1)),
+                    "crashing sync failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}
+
+impl Op {
+    /// The file an operation writes (the target of a fork).
+    fn file(&self) -> Option<u8> {
+        match *self {
+            Op::Add { file, .. }
+            | Op::Append { file, .. }
+            | Op::AppendPartial { file, .. }
+            | Op::Complete { file }
+            | Op::Rewrite { file }
+            | Op::Truncate { file, .. }
+            | Op::Garbage { file }
+            | Op::Glued { file } => Some(file),
+            Op::Fork { into, .. } => Some(into),
+            Op::Delete { .. } | Op::Sync | Op::Crash { .. } => None,
         }
     }
 }
@@ -413,5 +482,29 @@ fn rewrite_with_new_ids_replaces_rows() {
         Op::Sync,
         Op::Fork { from: 1, into: 2 },
         Op::Delete { file: 1 },
+    ]);
+}
+
+/// A sync killed inside a file bigger than a batch, then the file grows:
+/// the next syncs must finish it, not call it unchanged.
+#[test]
+fn a_crash_inside_a_multi_batch_file_is_finished_later() {
+    check(&[
+        Op::Add {
+            file: 0,
+            entries: 12,
+        },
+        Op::Crash { point: 0, n: 2 },
+        Op::Sync,
+        Op::Add {
+            file: 1,
+            entries: 12,
+        },
+        Op::Crash { point: 1, n: 3 },
+        Op::Append {
+            file: 0,
+            entries: 2,
+        },
+        Op::Crash { point: 2, n: 1 },
     ]);
 }

@@ -124,6 +124,9 @@ fn parsed_lines(path: &Path) -> Vec<Value> {
 #[test]
 fn export_round_trips_every_fixture_session() {
     let mut checked = 0;
+    let mut identical = 0;
+    // Trees whose every line Pi's own JSON.stringify wrote.
+    let written_by_pi = ["sessions", "samples"];
     for tree in ["sessions", "samples", "damaged", "subagents"] {
         let env = Env::with_fixture(tree);
         env.sync();
@@ -143,40 +146,56 @@ fn export_round_trips_every_fixture_session() {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let exported = exported_objects(&out.stdout);
+            let exported: Vec<&[u8]> = out
+                .stdout
+                .split(|b| *b == b'\n')
+                .filter(|line| !line.is_empty())
+                .collect();
             let expected = expected_export(&file);
             assert_eq!(exported.len(), expected.len(), "{path}: line count");
-            for (index, (ours, theirs)) in exported.iter().zip(&expected).enumerate() {
-                assert!(ours == theirs, "{path}: object {index} differs");
+            for (index, (ours, (line, theirs))) in exported.iter().zip(&expected).enumerate() {
+                // Numbers are compared as written (serde_json's
+                // arbitrary_precision): 0.0024720000000000002 is not 0.002472.
+                let ours: Value = serde_json::from_slice(ours).expect("exported line is JSON");
+                assert!(ours == *theirs, "{path}: object {index} differs");
+                if written_by_pi.contains(&tree) && line.last() != Some(&b'\r') {
+                    assert!(
+                        exported[index] == line.as_slice(),
+                        "{path}: line of object {index} differs byte for byte"
+                    );
+                    identical += 1;
+                }
             }
             checked += 1;
         }
     }
     assert!(checked >= 30, "only {checked} sessions checked");
-}
-
-/// The objects `piidx export` printed, one per line.
-fn exported_objects(stdout: &[u8]) -> Vec<Value> {
-    stdout
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).expect("exported line is JSON"))
-        .collect()
+    assert!(
+        identical >= 3000,
+        "only {identical} lines compared byte for byte"
+    );
 }
 
 /// What exporting `file` must give: its first header, then every
-/// non-header object.
-fn expected_export(file: &Path) -> Vec<Value> {
-    let source = parsed_lines(file);
+/// non-header object, each with the bytes of its line.
+fn expected_export(file: &Path) -> Vec<(Vec<u8>, Value)> {
+    let bytes = fs::read(file).expect("read");
+    let source: Vec<(Vec<u8>, Value)> = bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| {
+            let value = serde_json::from_str(&String::from_utf8_lossy(line)).ok()?;
+            Some((line.to_vec(), value))
+        })
+        .collect();
     let header_at = source
         .iter()
-        .position(|v| v["type"] == "session")
+        .position(|(_, v)| v["type"] == "session")
         .expect("header");
     let mut expected = vec![source[header_at].clone()];
     expected.extend(
         source[header_at + 1..]
             .iter()
-            .filter(|v| v["type"] != "session")
+            .filter(|(_, v)| v["type"] != "session")
             .cloned(),
     );
     expected
@@ -190,7 +209,10 @@ fn a_session_resolved_in_a_snapshot_loads_after_a_sync_removed_it() {
     let env = Env::with_fixture("sessions");
     env.sync();
     let file = largest_jsonl(&env.root);
-    let expected = expected_export(&file);
+    let expected: Vec<Value> = expected_export(&file)
+        .into_iter()
+        .map(|(_, value)| value)
+        .collect();
     let id = expected[0]["id"].as_str().expect("session id").to_owned();
     let store = Store::open_read_only(&env.db).expect("open");
     let (tree, exported) = store
@@ -204,7 +226,12 @@ fn a_session_resolved_in_a_snapshot_loads_after_a_sync_removed_it() {
             Ok((tree, exported))
         })
         .expect("the session as it was");
-    assert_eq!(exported_objects(&exported), expected);
+    let exported: Vec<Value> = exported
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).expect("exported line is JSON"))
+        .collect();
+    assert_eq!(exported, expected);
     assert_eq!(tree.nodes.len(), expected.len() - 1);
     assert!(matches!(resolve(&store, &id), Err(ViewError::NotFound(_))));
 }
