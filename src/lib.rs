@@ -18,6 +18,6 @@ pub mod parse;
 pub mod query;
 pub mod read;
 pub mod store;
-pub mod subagent;
+
 pub mod sync;
 pub mod time;

@@ -12,7 +12,7 @@ use rusqlite::params;
 
 use super::{Result, Store};
 use crate::normalize::Entry;
-use crate::subagent::SubagentRun;
+use crate::normalize::subagent::SubagentRun;
 
 /// What the database remembers about one artifact file.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use crate::normalize::{self, Entry, as_int, str_field};
+use super::{Entry, MessageRow, as_int, describe_message, str_field};
 
 /// One delegated run (`details.results[position]`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -69,7 +69,7 @@ pub struct SubagentRun {
 pub struct SubagentMessage {
     pub position: i64,
     pub json_path: String,
-    pub row: normalize::MessageRow,
+    pub row: MessageRow,
 }
 
 /// One toolCall block inside a child assistant message.
@@ -264,7 +264,7 @@ fn child_messages(result: &Value, run: &mut SubagentRun, out: &mut Entry) {
             timestamp_ms: None,
             ..Entry::default()
         };
-        normalize::describe_message(message, &json_path, &mut scratch);
+        describe_message(message, &json_path, &mut scratch);
         out.texts.append(&mut scratch.texts);
         for call in scratch.tool_calls {
             run.tool_calls.push(SubagentToolCall {

@@ -7,16 +7,24 @@
 //! written back out exactly. Known fields are lifted into typed rows, and
 //! every searchable string is listed with its JSON path so the index can point
 //! at it instead of copying it.
+//!
+//! `text` decides which strings are searchable and cuts them into chunks,
+//! `payload` cuts image payloads out, `usage` reads token counts and costs,
+//! `subagent` reads the runs a subagent tool result holds.
 
-use base64::Engine;
-use serde_json::{Map, Value};
-use xxhash_rust::xxh3::xxh3_128;
+mod payload;
+pub mod subagent;
+mod text;
+mod usage;
+
+use serde_json::Value;
 
 use crate::time::parse_iso_ms;
-
-/// FTS documents are at most this many bytes: ranking and `snippet()` over
-/// multi-MB documents is slow (see docs/search.md).
-pub const CHUNK_BYTES: usize = 32 * 1024;
+pub use text::{
+    CHUNK_BYTES, child_path, chunk_spans, has_unspaced_script, is_unspaced_script, pi_message_text,
+};
+use text::{push_leaves, push_string, push_text};
+use usage::{parse_usage, push_usage};
 
 /// Entry types that belong to `pi --mode json` event streams, not sessions.
 const EVENT_TYPES: &[&str] = &[
@@ -250,7 +258,7 @@ pub struct Entry {
     /// For user messages: the text as Pi computes it for `firstMessage`.
     pub user_text: Option<String>,
     /// Subagent runs held in a toolResult's `details.results` (see `subagent`).
-    pub subagent_runs: Vec<crate::subagent::SubagentRun>,
+    pub subagent_runs: Vec<subagent::SubagentRun>,
 }
 
 /// Normalizes one non-header object.
@@ -261,7 +269,7 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
     let timestamp_ms = timestamp.as_deref().and_then(parse_iso_ms);
 
     let mut images = Vec::new();
-    extract_images(&mut object, &mut String::from("$"), &mut images);
+    payload::extract_images(&mut object, &mut String::from("$"), &mut images);
 
     let mut out = Entry {
         entry_id,
@@ -320,7 +328,7 @@ fn describe(object: &Value, out: &mut Entry) {
         "message" => {
             if let Some(message) = object.get("message") {
                 describe_message(message, "$.message", out);
-                out.subagent_runs = crate::subagent::describe(message, "$.message", out);
+                out.subagent_runs = subagent::describe(message, "$.message", out);
             }
         }
         "compaction" => {
@@ -574,272 +582,6 @@ fn describe_block(
         }
     }
     out.blocks.push(row);
-}
-
-/// Indexes every string inside tool-call arguments, each as its own field.
-fn push_leaves(out: &mut Entry, value: &Value, path: String, tool_name: &Option<String>) {
-    match value {
-        Value::String(text) => push_string(out, path, kind::TOOL_CALL, tool_name.clone(), text),
-        Value::Array(items) => {
-            for (index, item) in items.iter().enumerate() {
-                push_leaves(out, item, format!("{path}[{index}]"), tool_name);
-            }
-        }
-        Value::Object(map) => {
-            for (key, item) in map {
-                if let Some(child) = child_path(&path, key) {
-                    push_leaves(out, item, child, tool_name);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn push_text(
-    out: &mut Entry,
-    object: &Value,
-    key: &str,
-    path: &str,
-    text_kind: &'static str,
-    tool_name: Option<String>,
-) {
-    if let Some(text) = object.get(key).and_then(Value::as_str) {
-        push_string(out, path.to_owned(), text_kind, tool_name, text);
-    }
-}
-
-fn push_string(
-    out: &mut Entry,
-    json_path: String,
-    text_kind: &'static str,
-    tool_name: Option<String>,
-    text: &str,
-) {
-    if text.trim().is_empty() {
-        return;
-    }
-    out.texts.push(TextField {
-        spans: chunk_spans(text, CHUNK_BYTES),
-        json_path,
-        kind: text_kind,
-        tool_name,
-        text: text.to_owned(),
-    });
-}
-
-/// Scripts written without spaces between words, which unicode61 cannot
-/// split: CJK ideographs, kana, hangul, Thai, Lao, Khmer, Myanmar.
-pub fn is_unspaced_script(c: char) -> bool {
-    matches!(c as u32,
-        0x0E00..=0x0EFF // Thai, Lao
-        | 0x1000..=0x109F // Myanmar
-        | 0x1780..=0x17FF // Khmer
-        | 0x3040..=0x30FF // Hiragana, Katakana
-        | 0x3100..=0x312F // Bopomofo
-        | 0x3400..=0x4DBF // CJK Ext A
-        | 0x4E00..=0x9FFF // CJK Unified
-        | 0xAC00..=0xD7AF // Hangul syllables
-        | 0xF900..=0xFAFF // CJK compatibility
-        | 0xFF66..=0xFF9F // half-width katakana
-        | 0x20000..=0x3FFFF // CJK Ext B..
-    )
-}
-
-/// True when `text` holds any character of an unspaced script.
-pub fn has_unspaced_script(text: &str) -> bool {
-    // Every such script lies at U+0E00 or above: three or four UTF-8 bytes,
-    // led by a byte >= 0xE0, which is never a continuation byte. Blocks
-    // without such a byte are skipped by a max-reduction, which vectorises
-    // where an early-exit scan of the bytes does not (8x faster on ASCII,
-    // 3.6x on English text with a few dashes or quotes); only the lead bytes
-    // of the other blocks are decoded.
-    const BLOCK: usize = 64;
-    text.as_bytes().chunks(BLOCK).enumerate().any(|(n, block)| {
-        block.iter().fold(0, |max, &byte| max.max(byte)) >= 0xE0
-            && block.iter().enumerate().any(|(i, &byte)| {
-                byte >= 0xE0
-                    && text
-                        .get(n * BLOCK + i..)
-                        .and_then(|rest| rest.chars().next())
-                        .is_some_and(is_unspaced_script)
-            })
-    })
-}
-
-/// Pi's "text of a message": a string as-is, or text blocks joined by " ".
-pub fn pi_message_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|block| block.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
-    }
-}
-
-/// Cuts `text` into spans of at most `max` bytes, preferring to cut after a
-/// newline, then after a space, in the last quarter of the window.
-pub fn chunk_spans(text: &str, max: usize) -> Vec<(usize, usize)> {
-    let bytes = text.as_bytes();
-    let mut spans = Vec::new();
-    let mut start = 0;
-    while bytes.len() - start > max {
-        let mut end = start + max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        let window = &bytes[start + (end - start) * 3 / 4..end];
-        let cut = memchr::memrchr(b'\n', window).or_else(|| memchr::memrchr(b' ', window));
-        if let Some(found) = cut {
-            end = start + (end - start) * 3 / 4 + found + 1;
-        }
-        spans.push((start, end - start));
-        start = end;
-    }
-    spans.push((start, bytes.len() - start));
-    spans
-}
-
-/// Cuts base64 payloads out of every image object in the entry.
-fn extract_images(value: &mut Value, path: &mut String, out: &mut Vec<ImageRow>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(image) = take_image(map, path) {
-                out.push(image);
-            }
-            for (key, child) in map.iter_mut() {
-                if !(child.is_object() || child.is_array()) {
-                    continue;
-                }
-                let Some(child_path) = child_path(path, key) else {
-                    continue;
-                };
-                let mut child_path = child_path;
-                extract_images(child, &mut child_path, out);
-            }
-        }
-        Value::Array(items) => {
-            for (index, item) in items.iter_mut().enumerate() {
-                if item.is_object() || item.is_array() {
-                    let mut child_path = format!("{path}[{index}]");
-                    extract_images(item, &mut child_path, out);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// An image block (`{type:"image", data, mimeType}`) or a v1 attachment
-/// (`{type:"image", content, mimeType, fileName}`).
-fn take_image(map: &mut Map<String, Value>, path: &str) -> Option<ImageRow> {
-    if map.get("type").and_then(Value::as_str) != Some("image") {
-        return None;
-    }
-    let key = if map.get("data").is_some_and(Value::is_string) {
-        "data"
-    } else if map.contains_key("fileName") && map.get("content").is_some_and(Value::is_string) {
-        "content"
-    } else {
-        return None;
-    };
-    let key_index = map.keys().position(|k| k == key)? as i64;
-    // `shift_remove` keeps the other keys in their order (`remove` swaps the
-    // last key into the gap).
-    let Some(Value::String(payload)) = map.shift_remove(key) else {
-        return None;
-    };
-    let engine = base64::engine::general_purpose::STANDARD;
-    let (encoding, bytes) = match engine.decode(payload.as_bytes()) {
-        Ok(decoded) if engine.encode(&decoded) == payload => ("base64", decoded),
-        _ => ("raw", payload.into_bytes()),
-    };
-    Some(ImageRow {
-        json_path: path.to_owned(),
-        key: key.to_owned(),
-        key_index,
-        mime_type: map
-            .get("mimeType")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        hash: format!("{:032x}", xxh3_128(&bytes)),
-        encoding,
-        bytes,
-    })
-}
-
-/// The SQLite JSON path of `key` under `parent`, or `None` when the key
-/// cannot be written as a quoted label (it holds `"` or `\`).
-pub fn child_path(parent: &str, key: &str) -> Option<String> {
-    let plain = !key.is_empty()
-        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !key.as_bytes()[0].is_ascii_digit();
-    if plain {
-        Some(format!("{parent}.{key}"))
-    } else if key.contains(['"', '\\']) || key.chars().any(char::is_control) {
-        None
-    } else {
-        Some(format!("{parent}.\"{key}\""))
-    }
-}
-
-fn parse_usage(value: &Value) -> Option<Usage> {
-    let object = value.as_object()?;
-    let int = |key: &str| object.get(key).and_then(as_int).unwrap_or(0);
-    let (input, output, cache_read, cache_write) = (
-        int("input"),
-        int("output"),
-        int("cacheRead"),
-        int("cacheWrite"),
-    );
-    let total = object
-        .get("totalTokens")
-        .and_then(as_int)
-        .unwrap_or(input + output + cache_read + cache_write);
-    let mut usage = Usage {
-        input,
-        output,
-        cache_read,
-        cache_write,
-        total,
-        ..Usage::default()
-    };
-    match object.get("cost") {
-        Some(Value::Object(cost)) => {
-            let money = |key: &str| cost.get(key).and_then(Value::as_f64);
-            usage.cost_input = money("input");
-            usage.cost_output = money("output");
-            usage.cost_cache_read = money("cacheRead");
-            usage.cost_cache_write = money("cacheWrite");
-            usage.cost_total = money("total");
-        }
-        // The official subagent example reports cost as one number.
-        Some(Value::Number(total)) => usage.cost_total = total.as_f64(),
-        _ => {}
-    }
-    Some(usage)
-}
-
-fn push_usage(
-    out: &mut Entry,
-    value: Option<&Value>,
-    source: &'static str,
-    provider: Option<String>,
-    model: Option<String>,
-) {
-    if let Some(usage) = value.and_then(parse_usage) {
-        out.usage.push(UsageRow {
-            source,
-            provider,
-            model,
-            response_id: None,
-            usage,
-        });
-    }
 }
 
 fn text_len(object: &Value, key: &str) -> Option<i64> {

@@ -1,0 +1,158 @@
+//! Which strings of an entry are searchable, and how they are cut into
+//! full-text chunks.
+
+use serde_json::Value;
+
+use super::{Entry, TextField, kind};
+
+/// FTS documents are at most this many bytes: ranking and `snippet()` over
+/// multi-MB documents is slow (see docs/search.md).
+pub const CHUNK_BYTES: usize = 32 * 1024;
+
+/// Indexes every string inside tool-call arguments, each as its own field.
+pub(super) fn push_leaves(
+    out: &mut Entry,
+    value: &Value,
+    path: String,
+    tool_name: &Option<String>,
+) {
+    match value {
+        Value::String(text) => push_string(out, path, kind::TOOL_CALL, tool_name.clone(), text),
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                push_leaves(out, item, format!("{path}[{index}]"), tool_name);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                if let Some(child) = child_path(&path, key) {
+                    push_leaves(out, item, child, tool_name);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn push_text(
+    out: &mut Entry,
+    object: &Value,
+    key: &str,
+    path: &str,
+    text_kind: &'static str,
+    tool_name: Option<String>,
+) {
+    if let Some(text) = object.get(key).and_then(Value::as_str) {
+        push_string(out, path.to_owned(), text_kind, tool_name, text);
+    }
+}
+
+pub(super) fn push_string(
+    out: &mut Entry,
+    json_path: String,
+    text_kind: &'static str,
+    tool_name: Option<String>,
+    text: &str,
+) {
+    if text.trim().is_empty() {
+        return;
+    }
+    out.texts.push(TextField {
+        spans: chunk_spans(text, CHUNK_BYTES),
+        json_path,
+        kind: text_kind,
+        tool_name,
+        text: text.to_owned(),
+    });
+}
+
+/// Scripts written without spaces between words, which unicode61 cannot
+/// split: CJK ideographs, kana, hangul, Thai, Lao, Khmer, Myanmar.
+pub fn is_unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF // Thai, Lao
+        | 0x1000..=0x109F // Myanmar
+        | 0x1780..=0x17FF // Khmer
+        | 0x3040..=0x30FF // Hiragana, Katakana
+        | 0x3100..=0x312F // Bopomofo
+        | 0x3400..=0x4DBF // CJK Ext A
+        | 0x4E00..=0x9FFF // CJK Unified
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility
+        | 0xFF66..=0xFF9F // half-width katakana
+        | 0x20000..=0x3FFFF // CJK Ext B..
+    )
+}
+
+/// True when `text` holds any character of an unspaced script.
+pub fn has_unspaced_script(text: &str) -> bool {
+    // Every such script lies at U+0E00 or above: three or four UTF-8 bytes,
+    // led by a byte >= 0xE0, which is never a continuation byte. Blocks
+    // without such a byte are skipped by a max-reduction, which vectorises
+    // where an early-exit scan of the bytes does not (8x faster on ASCII,
+    // 3.6x on English text with a few dashes or quotes); only the lead bytes
+    // of the other blocks are decoded.
+    const BLOCK: usize = 64;
+    text.as_bytes().chunks(BLOCK).enumerate().any(|(n, block)| {
+        block.iter().fold(0, |max, &byte| max.max(byte)) >= 0xE0
+            && block.iter().enumerate().any(|(i, &byte)| {
+                byte >= 0xE0
+                    && text
+                        .get(n * BLOCK + i..)
+                        .and_then(|rest| rest.chars().next())
+                        .is_some_and(is_unspaced_script)
+            })
+    })
+}
+
+/// Pi's "text of a message": a string as-is, or text blocks joined by " ".
+pub fn pi_message_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+/// Cuts `text` into spans of at most `max` bytes, preferring to cut after a
+/// newline, then after a space, in the last quarter of the window.
+pub fn chunk_spans(text: &str, max: usize) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut start = 0;
+    while bytes.len() - start > max {
+        let mut end = start + max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let window = &bytes[start + (end - start) * 3 / 4..end];
+        let cut = memchr::memrchr(b'\n', window).or_else(|| memchr::memrchr(b' ', window));
+        if let Some(found) = cut {
+            end = start + (end - start) * 3 / 4 + found + 1;
+        }
+        spans.push((start, end - start));
+        start = end;
+    }
+    spans.push((start, bytes.len() - start));
+    spans
+}
+
+/// The SQLite JSON path of `key` under `parent`, or `None` when the key
+/// cannot be written as a quoted label (it holds `"` or `\`).
+pub fn child_path(parent: &str, key: &str) -> Option<String> {
+    let plain = !key.is_empty()
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !key.as_bytes()[0].is_ascii_digit();
+    if plain {
+        Some(format!("{parent}.{key}"))
+    } else if key.contains(['"', '\\']) || key.chars().any(char::is_control) {
+        None
+    } else {
+        Some(format!("{parent}.\"{key}\""))
+    }
+}
