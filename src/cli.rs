@@ -242,9 +242,12 @@ pub struct SearchArgs {
     /// Only this session (id, id prefix, or file path)
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// Only this kind of text; repeatable: user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, other
+    /// Only this kind of text; repeatable: user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, usage, context_edit, label, session_name, other
     #[arg(long, value_name = "ROLE")]
     pub role: Vec<String>,
+    /// Only entries of this type; repeatable: message, compaction, branch_summary, custom, custom_message, usage, context_edit, or a type piidx does not know
+    #[arg(long = "type", value_name = "TYPE")]
+    pub entry_type: Vec<String>,
     /// Only tool calls/results of this tool (e.g. bash, read)
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,

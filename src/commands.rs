@@ -373,6 +373,7 @@ fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
             .map(|cwd| config::absolute(&cwd).to_string_lossy().into_owned()),
         session: args.session,
         roles: args.role,
+        entry_types: args.entry_type,
         tool: args.tool,
         model: args.model,
         since: args.since,

@@ -111,6 +111,15 @@ pub mod kind {
     pub const SUMMARY: &str = "summary";
     pub const CUSTOM: &str = "custom";
     pub const SYSTEM: &str = "system";
+    /// `usage` entries (`note`, `kind`).
+    pub const USAGE: &str = "usage";
+    /// `context_edit` replacements.
+    pub const CONTEXT_EDIT: &str = "context_edit";
+    pub const LABEL: &str = "label";
+    /// `session_info` names.
+    pub const SESSION_NAME: &str = "session_name";
+    /// Strings outside any message in entry types piidx does not know
+    /// (`search --role other --type <type>`), and in unknown roles.
     pub const OTHER: &str = "other";
 }
 
@@ -297,6 +306,7 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
         subagent_runs: Vec::new(),
     };
     describe(&object, &mut out);
+    text::push_rest(&object, &mut out);
     out.raw = object.to_string();
     out
 }
@@ -388,15 +398,20 @@ fn describe(object: &Value, out: &mut Entry) {
     }
 }
 
-pub(crate) fn describe_message(message: &Value, path: &str, out: &mut Entry) {
+/// A message's role as piidx names it: v2 files call extension messages
+/// `hookMessage`, which v3 renamed `custom`.
+fn role_of(message: &Value) -> String {
     let role = str_field(message, "role").unwrap_or_default();
-    // v2 files call extension messages `hookMessage`; v3 renamed them.
-    let role = if role == "hookMessage" {
+    if role == "hookMessage" {
         "custom".to_owned()
     } else {
         role
-    };
-    let text_kind = match role.as_str() {
+    }
+}
+
+/// The kind of the text a message of `role` holds.
+pub(crate) fn role_kind(role: &str) -> &'static str {
+    match role {
         "user" => kind::USER,
         "assistant" => kind::ASSISTANT,
         "toolResult" => kind::TOOL_RESULT,
@@ -405,7 +420,12 @@ pub(crate) fn describe_message(message: &Value, path: &str, out: &mut Entry) {
         "system" | "developer" => kind::SYSTEM,
         "branchSummary" | "compactionSummary" => kind::SUMMARY,
         _ => kind::OTHER,
-    };
+    }
+}
+
+pub(crate) fn describe_message(message: &Value, path: &str, out: &mut Entry) {
+    let role = role_of(message);
+    let text_kind = role_kind(&role);
     let tool_name = str_field(message, "toolName");
     let mut row = MessageRow {
         timestamp_ms: message

@@ -1,9 +1,11 @@
 //! Which strings of an entry are searchable, and how they are cut into
 //! full-text chunks.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
-use super::{Entry, TextField, kind};
+use super::{Entry, TextField, kind, role_kind};
 
 /// FTS documents are at most this many bytes: ranking and `snippet()` over
 /// multi-MB documents is slow (see docs/search.md).
@@ -154,5 +156,166 @@ pub fn child_path(parent: &str, key: &str) -> Option<String> {
         None
     } else {
         Some(format!("{parent}.\"{key}\""))
+    }
+}
+
+/// Keys whose string values are not prose, by design: discriminators and
+/// enum values (kept in columns, and filters in `search`), and times. Keys
+/// ending in `Id` (identifiers) or `Signature` (opaque provider payloads)
+/// are left out too; see `is_noise`. Listed in docs/search.md.
+const NOISE_KEYS: &[&str] = &[
+    "type",
+    "role",
+    "id",
+    "timestamp",
+    "api",
+    "provider",
+    "model",
+    "responseModel",
+    "stopReason",
+    "rawStopReason",
+    "thinkingLevel",
+    "providerThinkingLevel",
+    "mimeType",
+    "customType",
+    "toolName",
+    "status",
+    "agentSource",
+    "mode",
+    "encoding",
+    "hash",
+    "signature",
+];
+
+/// Strings shorter than this are never taken for a payload.
+const PAYLOAD_MIN: usize = 256;
+
+/// True when a string at `key` is noise by design: an identifier, an enum,
+/// a signature, or a base64 payload (images are cut out before; this
+/// catches payloads in fields piidx does not know).
+fn is_noise(key: Option<&str>, text: &str) -> bool {
+    if let Some(key) = key
+        && (NOISE_KEYS.contains(&key)
+            || key.ends_with("Id")
+            || key.ends_with("_id")
+            || key.ends_with("Signature"))
+    {
+        return true;
+    }
+    is_payload(text)
+}
+
+/// A long string of only base64 characters (no spaces), or a base64 data URI.
+fn is_payload(text: &str) -> bool {
+    if text.len() < PAYLOAD_MIN {
+        return false;
+    }
+    let body = match text.strip_prefix("data:") {
+        Some(uri) => match uri.split_once(";base64,") {
+            Some((_, body)) => body,
+            None => return false,
+        },
+        None => text,
+    };
+    body.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
+}
+
+/// The kind of a string outside the fields piidx reads itself, from where
+/// it sits: in a message, the message's role; in a known entry type, that
+/// type's; anywhere else `other` (the hit's entry type says which).
+fn rest_kind(entry_type: &str, in_message: Option<&'static str>) -> &'static str {
+    if let Some(role) = in_message {
+        return role;
+    }
+    match entry_type {
+        "compaction" | "branch_summary" => kind::SUMMARY,
+        "custom" | "custom_message" => kind::CUSTOM,
+        "usage" => kind::USAGE,
+        "context_edit" => kind::CONTEXT_EDIT,
+        "label" => kind::LABEL,
+        "session_info" => kind::SESSION_NAME,
+        _ => kind::OTHER,
+    }
+}
+
+/// Makes every string of the entry searchable that the typed readers did
+/// not take and that is not noise by design: unknown entry types, unknown
+/// fields of known types, unknown block types, tool result `details`, at
+/// any depth, each under its own JSON path. Coverage is thus a property of
+/// the walk, not of a list of fields.
+pub(super) fn push_rest(object: &Value, out: &mut Entry) {
+    let covered: HashSet<String> = out.texts.iter().map(|t| t.json_path.clone()).collect();
+    let entry_type = out.entry_type.clone();
+    let message = object.get("message").filter(|_| entry_type == "message");
+    let message_kind = message.map(|m| role_kind(&super::role_of(m)));
+    let tool_name = message
+        .filter(|_| message_kind == Some(kind::TOOL_RESULT))
+        .and_then(|m| super::str_field(m, "toolName"));
+    let mut walk = Rest {
+        covered,
+        entry_type,
+        message_kind,
+        tool_name,
+        found: Vec::new(),
+    };
+    let mut path = String::from("$");
+    walk.value(object, None, &mut path, false);
+    for (json_path, kind, tool_name, text) in std::mem::take(&mut walk.found) {
+        push_string(out, json_path, kind, tool_name, &text);
+    }
+}
+
+struct Rest {
+    covered: HashSet<String>,
+    entry_type: String,
+    message_kind: Option<&'static str>,
+    tool_name: Option<String>,
+    found: Vec<(String, &'static str, Option<String>, String)>,
+}
+
+impl Rest {
+    fn value(&mut self, value: &Value, key: Option<&str>, path: &mut String, in_message: bool) {
+        match value {
+            Value::String(text)
+                if !is_noise(key, text) && !self.covered.contains(path.as_str()) =>
+            {
+                let message_kind = self.message_kind.filter(|_| in_message);
+                let tool_name = self.tool_name.clone().filter(|_| in_message);
+                let kind = rest_kind(&self.entry_type, message_kind);
+                self.found
+                    .push((path.clone(), kind, tool_name, text.clone()));
+            }
+            Value::Array(items) => {
+                let len = path.len();
+                for (index, item) in items.iter().enumerate() {
+                    use std::fmt::Write;
+                    let _ = write!(path, "[{index}]");
+                    self.value(item, key, path, in_message);
+                    path.truncate(len);
+                }
+            }
+            Value::Object(map) => {
+                let len = path.len();
+                // A tool call's name is in `tool_call_meta` (and `--tool`).
+                let tool_call = map.get("type").and_then(Value::as_str) == Some("toolCall");
+                for (child, item) in map {
+                    if !(item.is_string() || item.is_array() || item.is_object())
+                        || (tool_call && child == "name")
+                    {
+                        continue;
+                    }
+                    let Some(child_path) = child_path(path, child) else {
+                        continue;
+                    };
+                    let entering_message = len == 1 && child == "message";
+                    path.truncate(0);
+                    path.push_str(&child_path);
+                    self.value(item, Some(child), path, in_message || entering_message);
+                    path.truncate(len);
+                }
+            }
+            _ => {}
+        }
     }
 }

@@ -50,6 +50,8 @@ pub struct SearchOptions {
     pub cwd: Option<String>,
     pub session: Option<String>,
     pub roles: Vec<String>,
+    /// Entry types (`message`, `compaction`, or one piidx does not know).
+    pub entry_types: Vec<String>,
     pub tool: Option<String>,
     pub model: Option<String>,
     pub since: Option<String>,
@@ -108,7 +110,7 @@ pub enum SearchError {
     #[error("FTS5 syntax error in --raw query {query:?}: {message}")]
     RawSyntax { query: String, message: String },
     #[error(
-        "unknown role {0:?}; use one of user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, other"
+        "unknown role {0:?}; use one of user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, usage, context_edit, label, session_name, other"
     )]
     Role(String),
     #[error("cannot read the date {0:?}; use YYYY-MM-DD or an ISO time like 2026-02-01T10:00:00Z")]
@@ -145,6 +147,10 @@ fn role_condition(role: &str) -> Result<&'static str, SearchError> {
         }
         "custom" | "custom_message" => "c.kind = 'custom'",
         "system" => "c.kind = 'system'",
+        "usage" => "c.kind = 'usage'",
+        "context_edit" | "contextedit" => "c.kind = 'context_edit'",
+        "label" => "c.kind = 'label'",
+        "session_name" | "name" | "session_info" => "c.kind = 'session_name'",
         "other" => "c.kind = 'other'",
         _ => return Err(SearchError::Role(role.to_owned())),
     })
@@ -204,6 +210,14 @@ impl Filters {
             if !any.is_empty() {
                 filters.sql.push(format!("({})", any.join(" OR ")));
             }
+        }
+        if !options.entry_types.is_empty() {
+            let mut any = Vec::new();
+            for entry_type in &options.entry_types {
+                let n = param(&mut filters, entry_type.trim().to_owned().into());
+                any.push(format!("e.type = ?{n}"));
+            }
+            filters.sql.push(format!("({})", any.join(" OR ")));
         }
         if let Some(project) = &options.project {
             let n = param(&mut filters, project.clone().into());
