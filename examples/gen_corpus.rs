@@ -1,7 +1,7 @@
 //! Synthetic Pi coding-agent session corpus for piidx benchmarks.
 //!
 //! ```text
-//! cargo run --release --example gen_corpus -- --out DIR --size 1GB [--sessions N] [--seed S] [--no-registry]
+//! cargo run --release --example gen_corpus -- --out DIR --size 1GB [--sessions N] [--seed S] [--no-registry] [--system-prompts]
 //! ```
 //!
 //! Writes `DIR/--home-user-<project>--/<ISO-ts-with-dashes>_<uuid>.jsonl` (20–60 projects).
@@ -20,6 +20,8 @@
 //! * tool outputs 0.2–40 KB (log-normal), ≈0.3 % of tool results 1–4 MB; ~35 % of
 //!   tool output is high-entropy log text; inline base64 PNG-ish images (50 KB–2.5 MB)
 //!   steered to ~22 % of all bytes.
+//! * with `--system-prompts`, every v3 session starts with a Pi 1.x system message (sections
+//!   and tool list, 20-60 KB), repeated across sessions of a prompt version and project.
 //!
 //! Only std + serde_json (for nothing but the final summary) are used.
 
@@ -648,6 +650,12 @@ fn slice<'a>(rng: &mut Rng, pool: &'a str, len: usize, sep: u8) -> &'a str {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const B62: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+fn json_string(text: &str) -> String {
+    let mut buf = Vec::new();
+    push_str_json(&mut buf, text.as_bytes());
+    String::from_utf8(buf).unwrap_or_default()
+}
 
 fn push_str_json(buf: &mut Vec<u8>, s: &[u8]) {
     buf.push(b'"');
@@ -1360,6 +1368,77 @@ impl<'p> Gen<'p> {
         self.end(s);
     }
 
+    /// A Pi 1.x system message (prompt sections and the tool list), as the
+    /// session's first message: the sections shared by every session of one
+    /// prompt version, a project context file per project, the tool list of
+    /// the version. 20-60 KB, as Pi 1.5 writes them. Its text comes from its
+    /// own generator seeded by (version, project), so sessions repeat it.
+    fn system_prompt(&mut self, s: &mut Sess, project: usize) {
+        let version = self.rng.below(3) as usize;
+        let mut text_rng = Rng::new(0x0051_57e3 ^ version as u64);
+        let prose = |rng: &mut Rng, len: usize| slice(rng, &self.pools.prose, len, b' ').to_owned();
+        let mut sections: Vec<(&str, String)> = vec![
+            ("preamble", prose(&mut text_rng, 400)),
+            (
+                "tools",
+                format!("<tools>\n{}\n</tools>", prose(&mut text_rng, 1500)),
+            ),
+            (
+                "rules",
+                format!("<rules>\n{}\n</rules>", prose(&mut text_rng, 1800)),
+            ),
+            (
+                "docs",
+                format!("<docs>\n{}\n</docs>", prose(&mut text_rng, 1200)),
+            ),
+            (
+                "skills",
+                format!("<skills>\n{}\n</skills>", prose(&mut text_rng, 2500)),
+            ),
+        ];
+        let tools: Vec<String> = (0..10)
+            .map(|_| {
+                format!(
+                    "{{\"name\":\"{}\",\"description\":{},\"parameters\":{{\"type\":\"object\",\"properties\":{{\"path\":{{\"type\":\"string\",\"description\":{}}},\"content\":{{\"type\":\"string\",\"description\":{}}}}},\"required\":[\"path\"]}}}}",
+                    ["read", "bash", "edit", "write", "grep", "find", "ls", "subagent"]
+                        [text_rng.below(8) as usize],
+                    json_string(&prose(&mut text_rng, 600)),
+                    json_string(&prose(&mut text_rng, 150)),
+                    json_string(&prose(&mut text_rng, 150)),
+                )
+            })
+            .collect();
+        let mut project_rng = Rng::new(0x00a9_e775 ^ project as u64);
+        let context_len = project_rng.range(4_000, 35_000) as usize;
+        sections.push((
+            "project_context",
+            format!(
+                "<project_context>\n{}\n</project_context>",
+                prose(&mut project_rng, context_len)
+            ),
+        ));
+        self.begin(s, "message");
+        s.buf.extend_from_slice(
+            b",\"message\":{\"role\":\"system\",\"content\":\"\",\"sections\":{",
+        );
+        for (index, (name, text)) in sections.iter().enumerate() {
+            if index > 0 {
+                s.buf.push(b',');
+            }
+            s.buf.extend_from_slice(format!("\"{name}\":").as_bytes());
+            push_str_json(&mut s.buf, text.as_bytes());
+        }
+        s.buf.extend_from_slice(
+            format!(
+                "}},\"timestamp\":{},\"toolsAdded\":[{}]}}",
+                s.now,
+                tools.join(",")
+            )
+            .as_bytes(),
+        );
+        self.end(s);
+    }
+
     fn thinking_change(&mut self, s: &mut Sess) {
         let t = self.rng.pick(THINKING);
         self.begin(s, "thinking_level_change");
@@ -1500,7 +1579,9 @@ fn parse_size(s: &str) -> u64 {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: gen_corpus --out DIR --size 1GB [--sessions N] [--seed S] [--no-registry]");
+    eprintln!(
+        "usage: gen_corpus --out DIR --size 1GB [--sessions N] [--seed S] [--no-registry] [--system-prompts]"
+    );
     std::process::exit(2)
 }
 
@@ -1514,6 +1595,7 @@ fn main() -> std::io::Result<()> {
     let mut sessions: Option<u64> = None;
     let mut seed = 1u64;
     let mut use_registry = true;
+    let mut system_prompts = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| usage());
@@ -1523,6 +1605,7 @@ fn main() -> std::io::Result<()> {
             "--sessions" => sessions = Some(val().parse().unwrap_or_else(|_| usage())),
             "--seed" => seed = val().parse().unwrap_or_else(|_| usage()),
             "--no-registry" => use_registry = false,
+            "--system-prompts" => system_prompts = true,
             _ => usage(),
         }
     }
@@ -1631,6 +1714,9 @@ fn main() -> std::io::Result<()> {
             if !v1 {
                 g.model_change(&mut s);
                 g.thinking_change(&mut s);
+                if system_prompts {
+                    g.system_prompt(&mut s, pi);
+                }
             } else {
                 g.stats.v1 += 1;
             }

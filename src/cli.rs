@@ -84,6 +84,9 @@ pub struct ShowArgs {
     /// Render Markdown
     #[arg(long)]
     pub markdown: bool,
+    /// Print system prompts in full (by default: their sections and tools, with sizes)
+    #[arg(long)]
+    pub system: bool,
 }
 
 #[derive(Debug, Args)]

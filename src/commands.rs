@@ -307,13 +307,16 @@ fn load_tree(db: &std::path::Path, session: &str) -> Result<query::tree::Session
 fn show(db: PathBuf, args: ShowArgs) -> Result<ExitCode> {
     use query::show::{self as render, Style};
     let tree = load_tree(&db, &args.session)?;
-    let style = if args.markdown {
-        Style::Markdown
-    } else {
-        Style::Text
+    let options = render::Options {
+        style: if args.markdown {
+            Style::Markdown
+        } else {
+            Style::Text
+        },
+        full_system: args.system,
     };
     let text = if args.all {
-        render::render_all(&tree, style)
+        render::render_all(&tree, options)
     } else {
         let leaf = match &args.branch {
             Some(id) => Some(tree.find(id)?),
@@ -325,7 +328,7 @@ fn show(db: PathBuf, args: ShowArgs) -> Result<ExitCode> {
             text.push('\n');
             text
         } else {
-            render::render_context(&tree, &path, style)
+            render::render_context(&tree, &path, options)
         }
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;

@@ -17,8 +17,9 @@ use crate::read::{Fingerprint, Line, LineReader};
 /// re-indexed automatically on the next sync. 2: an `id` or `parentId` of
 /// `""` counts as missing. 3: numbers are kept as written (they were parsed
 /// into floats and printed back, rounded) and image payloads keep their
-/// place among their object's keys.
-pub const PARSER_VERSION: i64 = 3;
+/// place among their object's keys. 4: every string is searchable, and
+/// system messages' large values are stored once (`shared_texts`).
+pub const PARSER_VERSION: i64 = 4;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;

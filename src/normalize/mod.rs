@@ -12,7 +12,8 @@
 //! `payload` cuts image payloads out, `usage` reads token counts and costs,
 //! `subagent` reads the runs a subagent tool result holds.
 
-mod payload;
+pub mod payload;
+pub mod shared;
 pub mod subagent;
 mod text;
 mod usage;
@@ -21,7 +22,8 @@ use serde_json::Value;
 
 use crate::time::parse_iso_ms;
 pub use text::{
-    CHUNK_BYTES, child_path, chunk_spans, has_unspaced_script, is_unspaced_script, pi_message_text,
+    CHUNK_BYTES, child_path, chunk_spans, has_unspaced_script, is_unspaced_script, json_path_mut,
+    pi_message_text,
 };
 use text::{push_leaves, push_string, push_text};
 use usage::{parse_usage, push_usage};
@@ -132,6 +134,9 @@ pub struct TextField {
     pub text: String,
     /// `(start, len)` byte spans, each at most `CHUNK_BYTES`, on char boundaries.
     pub spans: Vec<(usize, usize)>,
+    /// For text inside a shared value (`Entry::shared[index]`): that index
+    /// and the path of the string inside the value (`$` for the value itself).
+    pub shared: Option<(usize, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -268,6 +273,8 @@ pub struct Entry {
     pub user_text: Option<String>,
     /// Subagent runs held in a toolResult's `details.results` (see `subagent`).
     pub subagent_runs: Vec<subagent::SubagentRun>,
+    /// Values cut out of `raw` to be stored once (see `shared`).
+    pub shared: Vec<shared::SharedValue>,
 }
 
 /// Normalizes one non-header object.
@@ -279,6 +286,8 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
 
     let mut images = Vec::new();
     payload::extract_images(&mut object, &mut String::from("$"), &mut images);
+    let mut shared_values = Vec::new();
+    shared::cut(&mut object, &mut shared_values);
 
     let mut out = Entry {
         entry_id,
@@ -304,9 +313,11 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
         session_name: None,
         user_text: None,
         subagent_runs: Vec::new(),
+        shared: shared_values,
     };
     describe(&object, &mut out);
     text::push_rest(&object, &mut out);
+    shared::push_texts(&mut out);
     out.raw = object.to_string();
     out
 }
@@ -526,7 +537,9 @@ fn describe_content_with_tool(
     out: &mut Entry,
 ) {
     match content {
-        Value::String(text) => push_string(out, path.to_owned(), text_kind, tool_name, text),
+        Value::String(text) => {
+            push_string(out, path.to_owned(), text_kind, tool_name, text);
+        }
         Value::Array(blocks) => {
             for (index, block) in blocks.iter().enumerate() {
                 let block_path = format!("{path}[{index}]");

@@ -74,3 +74,36 @@ fn take_image(map: &mut Map<String, Value>, path: &str) -> Option<ImageRow> {
         bytes,
     })
 }
+
+/// An image payload as the index keeps it, to be put back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredImage {
+    /// The image object, the payload's key and its position there (`None`
+    /// for rows indexed before positions were kept: then it goes last).
+    pub json_path: String,
+    pub key: String,
+    pub key_index: Option<i64>,
+    /// `base64` (the bytes are the decoded payload) or `raw`.
+    pub encoding: String,
+    pub data: Vec<u8>,
+}
+
+/// Puts image payloads back into an entry's JSON; `Err` names a path that
+/// is not an object in it.
+pub fn restore_images(object: &mut Value, images: Vec<StoredImage>) -> Result<(), String> {
+    for image in images {
+        let payload = if image.encoding == "base64" {
+            base64::engine::general_purpose::STANDARD.encode(&image.data)
+        } else {
+            String::from_utf8_lossy(&image.data).into_owned()
+        };
+        let target = super::json_path_mut(object, &image.json_path)
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| image.json_path.clone())?;
+        let index = image
+            .key_index
+            .map_or(target.len(), |i| (i.max(0) as usize).min(target.len()));
+        target.shift_insert(index, image.key, Value::String(payload));
+    }
+    Ok(())
+}

@@ -19,7 +19,9 @@ pub(super) fn push_leaves(
     tool_name: &Option<String>,
 ) {
     match value {
-        Value::String(text) => push_string(out, path, kind::TOOL_CALL, tool_name.clone(), text),
+        Value::String(text) => {
+            push_string(out, path, kind::TOOL_CALL, tool_name.clone(), text);
+        }
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
                 push_leaves(out, item, format!("{path}[{index}]"), tool_name);
@@ -49,15 +51,16 @@ pub(super) fn push_text(
     }
 }
 
+/// Adds a searchable field; false when `text` is blank (nothing to find).
 pub(super) fn push_string(
     out: &mut Entry,
     json_path: String,
     text_kind: &'static str,
     tool_name: Option<String>,
     text: &str,
-) {
+) -> bool {
     if text.trim().is_empty() {
-        return;
+        return false;
     }
     out.texts.push(TextField {
         spans: chunk_spans(text, CHUNK_BYTES),
@@ -65,7 +68,9 @@ pub(super) fn push_string(
         kind: text_kind,
         tool_name,
         text: text.to_owned(),
+        shared: None,
     });
+    true
 }
 
 /// Scripts written without spaces between words, which unicode61 cannot
@@ -246,76 +251,109 @@ fn rest_kind(entry_type: &str, in_message: Option<&'static str>) -> &'static str
 /// the walk, not of a list of fields.
 pub(super) fn push_rest(object: &Value, out: &mut Entry) {
     let covered: HashSet<String> = out.texts.iter().map(|t| t.json_path.clone()).collect();
-    let entry_type = out.entry_type.clone();
-    let message = object.get("message").filter(|_| entry_type == "message");
+    let message = object
+        .get("message")
+        .filter(|_| out.entry_type == "message");
     let message_kind = message.map(|m| role_kind(&super::role_of(m)));
     let tool_name = message
         .filter(|_| message_kind == Some(kind::TOOL_RESULT))
         .and_then(|m| super::str_field(m, "toolName"));
-    let mut walk = Rest {
-        covered,
-        entry_type,
-        message_kind,
-        tool_name,
-        found: Vec::new(),
-    };
-    let mut path = String::from("$");
-    walk.value(object, None, &mut path, false);
-    for (json_path, kind, tool_name, text) in std::mem::take(&mut walk.found) {
+    let outside_kind = rest_kind(&out.entry_type, None);
+    let mut found = Vec::new();
+    visit_strings(object, &mut String::from("$"), None, &mut |path, text| {
+        if covered.contains(path) {
+            return;
+        }
+        let in_message = path.starts_with("$.message.") || path.starts_with("$.message[");
+        match message_kind.filter(|_| in_message) {
+            Some(kind) => found.push((path.to_owned(), kind, tool_name.clone(), text.to_owned())),
+            None => found.push((path.to_owned(), outside_kind, None, text.to_owned())),
+        }
+    });
+    for (json_path, kind, tool_name, text) in found {
         push_string(out, json_path, kind, tool_name, &text);
     }
 }
 
-struct Rest {
-    covered: HashSet<String>,
-    entry_type: String,
-    message_kind: Option<&'static str>,
-    tool_name: Option<String>,
-    found: Vec<(String, &'static str, Option<String>, String)>,
+/// Calls `visit(path, text)` for every string below `value` that is not
+/// noise by design (`is_noise`), `path` being its SQLite JSON path.
+pub(super) fn visit_strings(
+    value: &Value,
+    path: &mut String,
+    key: Option<&str>,
+    visit: &mut dyn FnMut(&str, &str),
+) {
+    match value {
+        Value::String(text) if !is_noise(key, text) => visit(path, text),
+        Value::Array(items) => {
+            let len = path.len();
+            for (index, item) in items.iter().enumerate() {
+                use std::fmt::Write;
+                let _ = write!(path, "[{index}]");
+                visit_strings(item, path, key, visit);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            let len = path.len();
+            // A tool call's name is in `tool_call_meta` (and `--tool`).
+            let tool_call = map.get("type").and_then(Value::as_str) == Some("toolCall");
+            for (child, item) in map {
+                if !(item.is_string() || item.is_array() || item.is_object())
+                    || (tool_call && child == "name")
+                {
+                    continue;
+                }
+                let Some(child_path) = child_path(path, child) else {
+                    continue;
+                };
+                *path = child_path;
+                visit_strings(item, path, Some(child), visit);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
 }
 
-impl Rest {
-    fn value(&mut self, value: &Value, key: Option<&str>, path: &mut String, in_message: bool) {
-        match value {
-            Value::String(text)
-                if !is_noise(key, text) && !self.covered.contains(path.as_str()) =>
-            {
-                let message_kind = self.message_kind.filter(|_| in_message);
-                let tool_name = self.tool_name.clone().filter(|_| in_message);
-                let kind = rest_kind(&self.entry_type, message_kind);
-                self.found
-                    .push((path.clone(), kind, tool_name, text.clone()));
-            }
-            Value::Array(items) => {
-                let len = path.len();
-                for (index, item) in items.iter().enumerate() {
-                    use std::fmt::Write;
-                    let _ = write!(path, "[{index}]");
-                    self.value(item, key, path, in_message);
-                    path.truncate(len);
-                }
-            }
-            Value::Object(map) => {
-                let len = path.len();
-                // A tool call's name is in `tool_call_meta` (and `--tool`).
-                let tool_call = map.get("type").and_then(Value::as_str) == Some("toolCall");
-                for (child, item) in map {
-                    if !(item.is_string() || item.is_array() || item.is_object())
-                        || (tool_call && child == "name")
-                    {
-                        continue;
-                    }
-                    let Some(child_path) = child_path(path, child) else {
-                        continue;
-                    };
-                    let entering_message = len == 1 && child == "message";
-                    path.truncate(0);
-                    path.push_str(&child_path);
-                    self.value(item, Some(child), path, in_message || entering_message);
-                    path.truncate(len);
-                }
-            }
-            _ => {}
+/// The value at a SQLite JSON path as the normalizer writes them: `$`, then
+/// `.key`, `."quoted key"` or `[index]` steps.
+pub fn json_path_mut<'a>(value: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    let mut rest = path.strip_prefix('$')?;
+    let mut current = value;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']')?;
+            let index: usize = after[..end].parse().ok()?;
+            current = current.get_mut(index)?;
+            rest = &after[end + 1..];
+        } else if let Some(after) = rest.strip_prefix(".\"") {
+            let end = after.find('"')?;
+            current = current.get_mut(&after[..end])?;
+            rest = &after[end + 1..];
+        } else if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            current = current.get_mut(&after[..end])?;
+            rest = &after[end..];
+        } else {
+            return None;
         }
+    }
+    Some(current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_paths_resolve() {
+        let mut value: Value =
+            serde_json::json!({"message": {"content": [{"a": 1}, {"x y": {"k": 2}}]}});
+        assert_eq!(
+            json_path_mut(&mut value, "$.message.content[1].\"x y\".k"),
+            Some(&mut Value::from(2))
+        );
+        assert!(json_path_mut(&mut value, "$.message.content[5]").is_none());
     }
 }

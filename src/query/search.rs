@@ -289,8 +289,8 @@ impl Filters {
         }
         // `+rowid`: a filter on each match, not a rowid lookup per member.
         format!(
-            " AND +rowid IN (SELECT c.chunk_id FROM sessions s CROSS JOIN chunks c
-                              ON c.file_id = s.file_id WHERE {})",
+            " AND +rowid IN (SELECT coalesce(c.fts_rowid, c.chunk_id) FROM sessions s
+                              CROSS JOIN chunks c ON c.file_id = s.file_id WHERE {})",
             conditions.join(" AND ")
         )
     }
@@ -437,10 +437,13 @@ pub fn search(
                     .iter()
                     .map(|source| rank_sql(table, source, restriction, &window))
                     .collect();
-                // ?1: a JSON array of chunk ids (`weigh`).
+                // ?1: a JSON array of full-text row ids (`weigh`): a chunk's
+                // own row, or the row of the shared text it points at,
+                // which every chunk pointing there matches.
                 let lookup = format!(
-                    "SELECT c.chunk_id, c.entry_rowid, {KIND_WEIGHTS}, {ts}
-                     FROM json_each(?1) j JOIN chunks c ON c.chunk_id = j.value
+                    "SELECT j.value, c.chunk_id, c.entry_rowid, {KIND_WEIGHTS}, {ts}
+                     FROM json_each(?1) j JOIN chunks c
+                       ON (c.chunk_id = j.value AND c.fts_rowid IS NULL) OR c.fts_rowid = j.value
                      {entries_join} {sessions_join} {meta_join}
                      WHERE 1 {filters}",
                     filters = filters.clause(),
@@ -459,7 +462,8 @@ pub fn search(
                              WHERE e.timestamp_ms >= coalesce((SELECT timestamp_ms FROM entries
                                      ORDER BY timestamp_ms DESC LIMIT 1 OFFSET {RECENT_WINDOW}),
                                    -9223372036854775808)
-                               AND +c.chunk_id IN (SELECT rowid FROM {source} WHERE {table} MATCH ?1)
+                               AND +coalesce(c.fts_rowid, c.chunk_id)
+                                   IN (SELECT rowid FROM {source} WHERE {table} MATCH ?1)
                                {filters}
                              ORDER BY {order} LIMIT ?2",
                             filters = filters.clause(),
@@ -469,7 +473,8 @@ pub fn search(
                     format!(
                         "WITH m AS MATERIALIZED (SELECT rowid FROM {source} WHERE {table} MATCH ?1)
                          SELECT c.chunk_id, c.entry_rowid, 0.0 AS score, {ts}
-                         FROM m JOIN chunks c ON c.chunk_id = m.rowid
+                         FROM m JOIN chunks c
+                           ON (c.chunk_id = m.rowid AND c.fts_rowid IS NULL) OR c.fts_rowid = m.rowid
                          {entries_join} {sessions_join} {meta_join}
                          WHERE 1 {filters}
                          ORDER BY {order} LIMIT ?2",
@@ -494,7 +499,8 @@ pub fn search(
                         .collect::<Vec<_>>()
                         .join(" UNION ALL ");
                     format!(
-                        "chunks c JOIN ({members}) d ON d.id = c.chunk_id
+                        "chunks c JOIN ({members}) d
+                           ON (d.id = c.chunk_id AND c.fts_rowid IS NULL) OR d.id = c.fts_rowid
                          JOIN entries e ON e.entry_rowid = c.entry_rowid"
                     )
                 } else {
@@ -504,7 +510,8 @@ pub fn search(
                 // entry once; no LIMIT: it stops at `fetch` matches itself.
                 Stage::Scan {
                     sql: format!(
-                        "SELECT c.chunk_id, c.entry_rowid, e.timestamp_ms, c.json_path, c.start, c.len
+                        "SELECT c.chunk_id, c.entry_rowid, e.timestamp_ms, c.json_path, c.start, c.len,
+                                c.fts_rowid IS NOT NULL
                          FROM {from} JOIN sessions s ON s.file_id = c.file_id {meta_join}
                          WHERE 1 {filters}
                          ORDER BY {order}",
@@ -1007,11 +1014,17 @@ fn weigh(
         let (lookup, filters) = (lookup.clone(), filters.clone());
         let rows = on_connections(store, extra, jobs, true, move |conn, ids| {
             query_rows(conn, &lookup, &query_params(ids, None, &filters), |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get::<_, f64>(2)?, row.get(3)?))
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get::<_, f64>(3)?,
+                    row.get(4)?,
+                ))
             })
         })?;
-        for (chunk_id, entry_rowid, weight, timestamp_ms) in rows {
-            if let Some(bm25) = bm25s.get(&chunk_id) {
+        for (row_id, chunk_id, entry_rowid, weight, timestamp_ms) in rows {
+            if let Some(bm25) = bm25s.get(&row_id) {
                 weighing.found.push(Ranked {
                     chunk_id,
                     entry_rowid,
@@ -1121,11 +1134,18 @@ fn scan_chunks(
     while let Some(row) = rows.next()? {
         let chunk_id: i64 = row.get(0)?;
         let entry_rowid: i64 = row.get(1)?;
-        if plain && !field.entry_holds(conn, entry_rowid, &needles)? {
+        // A shared text's chunk: its text is not in the entry's JSON.
+        let shared: bool = row.get(6)?;
+        if !shared && plain && !field.entry_holds(conn, entry_rowid, &needles)? {
             continue;
         }
         let span = (row.get::<_, i64>(4)?, row.get::<_, i64>(5)?);
-        let text = match field.span(conn, entry_rowid, &row.get::<_, String>(3)?, span)? {
+        let scanned = if shared {
+            None
+        } else {
+            field.span(conn, entry_rowid, &row.get::<_, String>(3)?, span)?
+        };
+        let text = match scanned {
             Some(text) => text,
             None => chunk_body(conn, chunk_id)?.unwrap_or_default(),
         };
@@ -1346,7 +1366,8 @@ fn snippets_of(
 fn chunk_body(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<String>> {
     let chunk = conn
         .prepare_cached(
-            "SELECT entry_rowid, json_path, start, len FROM chunks WHERE chunk_id = ?1",
+            "SELECT entry_rowid, json_path, start, len, fts_rowid IS NOT NULL
+               FROM chunks WHERE chunk_id = ?1",
         )?
         .query_row([chunk_id], |row| {
             Ok((
@@ -1354,14 +1375,16 @@ fn chunk_body(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Op
                 row.get::<_, String>(1)?,
                 usize::try_from(row.get::<_, i64>(2)?).ok(),
                 usize::try_from(row.get::<_, i64>(3)?).ok(),
+                row.get::<_, bool>(4)?,
             ))
         })
         .optional()?;
-    let Some((entry_rowid, json_path, start, len)) = chunk else {
+    let Some((entry_rowid, json_path, start, len, shared)) = chunk else {
         return Ok(None);
     };
+    // A shared text's chunk is not in the entry's JSON: the view reads it.
     let scanned = match (start, len) {
-        (Some(start), Some(len)) => scan_raw(conn, entry_rowid, &json_path, start, len),
+        (Some(start), Some(len)) if !shared => scan_raw(conn, entry_rowid, &json_path, start, len),
         _ => None,
     };
     match scanned {

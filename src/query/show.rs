@@ -11,14 +11,22 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::export::json_path_mut;
-use super::tree::{ContextKind, SessionTree, build_context, describe};
+use super::tree::{ContextItem, ContextKind, SessionTree, build_context, describe};
+use crate::normalize::json_path_mut;
 use crate::time::format_iso_ms;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
     Text,
     Markdown,
+}
+
+/// How a transcript is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub style: Style,
+    /// System prompts in full, not as a list of their sections and tools.
+    pub full_system: bool,
 }
 
 /// The placeholder for an image payload.
@@ -58,10 +66,10 @@ pub fn path_json(tree: &SessionTree, path: &[usize]) -> Value {
 }
 
 /// The transcript of `path` as Pi's context sees it.
-pub fn render_context(tree: &SessionTree, path: &[usize], style: Style) -> String {
+pub fn render_context(tree: &SessionTree, path: &[usize], options: Options) -> String {
     let items = build_context(tree, path);
     let mut out = String::new();
-    title(tree, style, &mut out);
+    title(tree, options.style, &mut out);
     if let Some(&leaf) = path.last() {
         out.push_str(&format!(
             "branch: {} entries, leaf {}\n\n",
@@ -69,17 +77,14 @@ pub fn render_context(tree: &SessionTree, path: &[usize], style: Style) -> Strin
             tree.nodes[leaf].id
         ));
     }
-    // Pair tool calls with their results inside the context.
-    let mut results: HashMap<String, usize> = HashMap::new();
+    // Tool results are printed under the call they answer.
+    let mut results: HashMap<&str, &ContextItem> = HashMap::new();
     for item in &items {
-        let message = tree.nodes[item.node].raw.get("message");
         if item.kind == ContextKind::Message
-            && role(message) == "toolResult"
-            && let Some(id) = message
-                .and_then(|m| m.get("toolCallId"))
-                .and_then(Value::as_str)
+            && role(Some(&item.message)) == "toolResult"
+            && let Some(id) = item.message.get("toolCallId").and_then(Value::as_str)
         {
-            results.entry(id.to_owned()).or_insert(item.node);
+            results.entry(id).or_insert(item);
         }
     }
     let mut printed: HashSet<usize> = HashSet::new();
@@ -87,11 +92,14 @@ pub fn render_context(tree: &SessionTree, path: &[usize], style: Style) -> Strin
         if printed.contains(&item.node) && item.kind == ContextKind::Message {
             continue;
         }
+        let mark = item
+            .edited_by
+            .map(|edit| format!("✎ edited by {}", tree.nodes[edit].id));
         render_item(
             tree,
-            item.node,
-            item.kind,
-            style,
+            item,
+            options,
+            mark.as_deref(),
             &results,
             &mut printed,
             &mut out,
@@ -100,10 +108,13 @@ pub fn render_context(tree: &SessionTree, path: &[usize], style: Style) -> Strin
     out
 }
 
-/// Every entry of the tree, depth first, branch points marked.
-pub fn render_all(tree: &SessionTree, style: Style) -> String {
+/// Every entry of the tree, depth first, branch points marked, and the
+/// entries a `context_edit` changes in the model's context marked too.
+pub fn render_all(tree: &SessionTree, options: Options) -> String {
     let (roots, children) = tree.children();
     let active = super::tree::active_set(tree);
+    let edits = super::tree::edits_by_target(tree);
+    let style = options.style;
     let mut out = String::new();
     title(tree, style, &mut out);
     let mut stack: Vec<(usize, Option<String>)> =
@@ -111,38 +122,34 @@ pub fn render_all(tree: &SessionTree, style: Style) -> String {
     if roots.len() > 1 {
         out.push_str(&format!("{} roots\n\n", roots.len()));
     }
-    let no_results = HashMap::new();
     let mut printed = HashSet::new();
     while let Some((index, banner)) = stack.pop() {
         if let Some(banner) = banner {
             out.push_str(&banner);
         }
         let node = &tree.nodes[index];
-        let kind = match node.kind.as_str() {
-            "message" => Some(ContextKind::Message),
-            "custom_message" => Some(ContextKind::Custom),
-            "branch_summary" => Some(ContextKind::BranchSummary),
-            "compaction" => Some(ContextKind::CompactionSummary),
-            _ => None,
-        };
-        match kind {
-            Some(kind) => render_item(
+        let items = super::tree::project(tree, index, true, None);
+        if items.is_empty() {
+            let marker = if active.contains(&index) { "•" } else { " " };
+            out.push_str(&format!(
+                "{marker} {} {}\n\n",
+                node.id,
+                describe(tree, index)
+            ));
+        }
+        let mark = edits
+            .get(node.id.as_str())
+            .map(|list| edit_marks(tree, list));
+        for item in &items {
+            render_item(
                 tree,
-                index,
-                kind,
-                style,
-                &no_results,
+                item,
+                options,
+                mark.as_deref(),
+                &HashMap::new(),
                 &mut printed,
                 &mut out,
-            ),
-            None => {
-                let marker = if active.contains(&index) { "•" } else { " " };
-                out.push_str(&format!(
-                    "{marker} {} {}\n\n",
-                    node.id,
-                    describe(tree, index)
-                ));
-            }
+            );
         }
         let kids = &children[index];
         for (i, &kid) in kids.iter().enumerate().rev() {
@@ -173,6 +180,18 @@ pub fn render_all(tree: &SessionTree, style: Style) -> String {
     out
 }
 
+/// `✎ edited by <id>` / `✗ removed by <id>` for an entry's context edits.
+pub fn edit_marks(tree: &SessionTree, edits: &[(usize, bool)]) -> String {
+    edits
+        .iter()
+        .map(|&(edit, removes)| {
+            let verb = if removes { "✗ removed" } else { "✎ edited" };
+            format!("{verb} by {}", tree.nodes[edit].id)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn title(tree: &SessionTree, style: Style, out: &mut String) {
     let header = &tree.header;
     let cwd = header.get("cwd").and_then(Value::as_str).unwrap_or("");
@@ -199,7 +218,14 @@ fn role(message: Option<&Value>) -> &str {
         .unwrap_or("?")
 }
 
-fn heading(tree: &SessionTree, index: usize, what: &str, style: Style, out: &mut String) {
+fn heading(
+    tree: &SessionTree,
+    index: usize,
+    what: &str,
+    mark: Option<&str>,
+    style: Style,
+    out: &mut String,
+) {
     let node = &tree.nodes[index];
     let when = node
         .raw
@@ -215,11 +241,14 @@ fn heading(tree: &SessionTree, index: usize, what: &str, style: Style, out: &mut
                 .collect::<String>()
         })
         .unwrap_or_default();
-    let label = tree
+    let mut label = tree
         .labels
         .get(&node.id)
         .map(|l| format!("  🏷 {l}"))
         .unwrap_or_default();
+    if let Some(mark) = mark {
+        label.push_str(&format!("  {mark}"));
+    }
     match style {
         Style::Markdown => out.push_str(&format!("### {what} · {when} · `{}`{label}\n\n", node.id)),
         Style::Text => out.push_str(&format!("── {what} · {when} · {}{label} ──\n", node.id)),
@@ -306,58 +335,86 @@ fn fenced(text: &str, style: Style) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One context message: `mark` says how a context edit changes it, and
+/// `results` holds the tool results to print under their calls.
 fn render_item(
     tree: &SessionTree,
-    index: usize,
-    kind: ContextKind,
-    style: Style,
-    results: &HashMap<String, usize>,
+    item: &ContextItem,
+    options: Options,
+    mark: Option<&str>,
+    results: &HashMap<&str, &ContextItem>,
     printed: &mut HashSet<usize>,
     out: &mut String,
 ) {
-    let node = &tree.nodes[index];
-    let raw = &node.raw;
+    let index = item.node;
+    let style = options.style;
+    let message = &item.message;
     let str_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
-    match kind {
+    match item.kind {
+        ContextKind::SystemCheckpoint => {
+            heading(
+                tree,
+                index,
+                "system prompt kept by the compaction",
+                mark,
+                style,
+                out,
+            );
+            out.push_str(&system_prompt(message, options.full_system));
+        }
         ContextKind::CompactionSummary => {
-            let tokens = raw.get("tokensBefore").and_then(Value::as_i64).unwrap_or(0);
+            let tokens = message
+                .get("tokensBefore")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             heading(
                 tree,
                 index,
                 &format!("compaction summary ({tokens} tokens before)"),
+                mark,
                 style,
                 out,
             );
-            out.push_str(&str_of(raw, "summary"));
+            out.push_str(&str_of(message, "summary"));
         }
         ContextKind::BranchSummary => {
-            heading(tree, index, "branch summary", style, out);
-            out.push_str(&str_of(raw, "summary"));
+            heading(tree, index, "branch summary", mark, style, out);
+            out.push_str(&str_of(message, "summary"));
         }
         ContextKind::Custom => {
             heading(
                 tree,
                 index,
-                &format!("custom: {}", str_of(raw, "customType")),
+                &format!("custom: {}", str_of(message, "customType")),
+                mark,
                 style,
                 out,
             );
             out.push_str(&content(
                 tree,
                 index,
-                raw.get("content"),
+                message.get("content"),
                 "$.content",
                 style,
             ));
         }
         ContextKind::Message => {
-            let message = raw.get("message").cloned().unwrap_or(Value::Null);
-            let who = role(Some(&message)).to_owned();
+            let who = role(Some(message)).to_owned();
             match who.as_str() {
+                "system" => {
+                    heading(tree, index, "system prompt", mark, style, out);
+                    out.push_str(&system_prompt(message, options.full_system));
+                }
                 "assistant" => {
-                    let model = str_of(&message, "model");
-                    heading(tree, index, &format!("assistant ({model})"), style, out);
+                    let model = str_of(message, "model");
+                    heading(
+                        tree,
+                        index,
+                        &format!("assistant ({model})"),
+                        mark,
+                        style,
+                        out,
+                    );
                     let body = content(
                         tree,
                         index,
@@ -382,24 +439,25 @@ fn render_item(
                             .unwrap_or_default();
                         out.push_str(&format!("\n→ {name} {args}"));
                         let call_id = str_of(block, "id");
-                        if let Some(&result) = results.get(&call_id) {
-                            printed.insert(result);
-                            let result_raw = tree.nodes[result].raw.get("message");
-                            let error = result_raw
-                                .and_then(|m| m.get("isError"))
-                                .and_then(Value::as_bool)
+                        if let Some(result) = results.get(call_id.as_str()) {
+                            printed.insert(result.node);
+                            let error = result.message.get("isError").and_then(Value::as_bool)
                                 == Some(true);
                             let text = content(
                                 tree,
-                                result,
-                                result_raw.and_then(|m| m.get("content")),
+                                result.node,
+                                result.message.get("content"),
                                 "$.message.content",
                                 style,
                             );
+                            let edited = result
+                                .edited_by
+                                .map(|edit| format!(" ✎ edited by {}", tree.nodes[edit].id))
+                                .unwrap_or_default();
                             out.push_str(&format!(
-                                "\n← {name}{} ({})\n{}",
+                                "\n← {name}{} ({}){edited}\n{}",
                                 if error { " ERROR" } else { "" },
-                                tree.nodes[result].id,
+                                tree.nodes[result.node].id,
                                 fenced(&text, style)
                             ));
                         }
@@ -412,7 +470,8 @@ fn render_item(
                     heading(
                         tree,
                         index,
-                        &format!("tool result: {}", str_of(&message, "toolName")),
+                        &format!("tool result: {}", str_of(message, "toolName")),
+                        mark,
                         style,
                         out,
                     );
@@ -426,23 +485,23 @@ fn render_item(
                     out.push_str(&fenced(&text, style));
                 }
                 "bashExecution" => {
-                    heading(tree, index, "bash", style, out);
+                    heading(tree, index, "bash", mark, style, out);
                     let code = message
                         .get("exitCode")
                         .and_then(Value::as_i64)
                         .map_or("none".to_owned(), |c| c.to_string());
                     out.push_str(&format!(
                         "$ {}  (exit {code})\n",
-                        str_of(&message, "command")
+                        str_of(message, "command")
                     ));
-                    out.push_str(&fenced(&str_of(&message, "output"), style));
+                    out.push_str(&fenced(&str_of(message, "output"), style));
                 }
                 other => {
                     let what = match other {
-                        "custom" => format!("custom: {}", str_of(&message, "customType")),
+                        "custom" => format!("custom: {}", str_of(message, "customType")),
                         _ => other.to_owned(),
                     };
-                    heading(tree, index, &what, style, out);
+                    heading(tree, index, &what, mark, style, out);
                     out.push_str(&content(
                         tree,
                         index,
@@ -456,4 +515,59 @@ fn render_item(
     }
     printed.insert(index);
     out.push_str("\n\n");
+}
+
+/// A system prompt: its sections and tools by name and size, or (`full`)
+/// its whole text.
+fn system_prompt(message: &Value, full: bool) -> String {
+    let size = |bytes: usize| {
+        if bytes >= 1024 {
+            format!("{:.1} KB", bytes as f64 / 1024.0)
+        } else {
+            format!("{bytes} B")
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(text) = message
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        out.push(if full {
+            text.to_owned()
+        } else {
+            format!("content: {}", size(text.len()))
+        });
+    }
+    if let Some(sections) = message.get("sections").and_then(Value::as_object) {
+        for (name, text) in sections {
+            match text.as_str() {
+                Some(text) if full => out.push(text.to_owned()),
+                Some(text) => out.push(format!("§ {name}: {}", size(text.len()))),
+                None => out.push(format!("§ {name}: removed")),
+            }
+        }
+    }
+    let names = |key: &str| -> Vec<String> {
+        message
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|tool| tool.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    };
+    let added = names("toolsAdded");
+    if !added.is_empty() {
+        let bytes = message.get("toolsAdded").map_or(0, |t| t.to_string().len());
+        out.push(format!("tools: {} ({})", added.join(", "), size(bytes)));
+    }
+    let removed = names("toolsRemoved");
+    if !removed.is_empty() {
+        out.push(format!("tools removed: {}", removed.join(", ")));
+    }
+    if !full && !out.is_empty() {
+        out.push("(piidx show --system prints it in full)".to_owned());
+    }
+    out.join("\n")
 }

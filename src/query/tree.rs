@@ -39,6 +39,14 @@ pub enum ViewError {
         entry: String,
         source: serde_json::Error,
     },
+    #[error(
+        "entry {entry} in {path}: image path {json_path} is not in its stored JSON; run `piidx doctor --fix`"
+    )]
+    BadImagePath {
+        path: String,
+        entry: String,
+        json_path: String,
+    },
     #[error("{0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("{0}")]
@@ -161,7 +169,22 @@ pub struct SessionTree {
 }
 
 impl SessionTree {
+    /// The session's tree; image payloads stay out (see `images`).
     pub fn load(store: &Store, session: SessionRef) -> Result<SessionTree, ViewError> {
+        Self::load_entries(store, session, false)
+    }
+
+    /// The session's tree with every entry whole, image payloads included:
+    /// the entries Pi has.
+    pub fn load_whole(store: &Store, session: SessionRef) -> Result<SessionTree, ViewError> {
+        Self::load_entries(store, session, true)
+    }
+
+    fn load_entries(
+        store: &Store,
+        session: SessionRef,
+        with_images: bool,
+    ) -> Result<SessionTree, ViewError> {
         let conn = store.connection();
         let header_raw: String = conn.query_row(
             "SELECT header_raw FROM sessions WHERE file_id = ?1",
@@ -206,13 +229,21 @@ impl SessionTree {
                     break;
                 }
             }
-            let raw = serde_json::from_str(&raw).map_err(|source| ViewError::BadRaw {
+            let mut raw = serde_json::from_str(&raw).map_err(|source| ViewError::BadRaw {
                 path: session.path.clone(),
                 entry: id.clone(),
                 source,
             })?;
+            let rowid: i64 = row.get(0)?;
+            crate::store::restore_entry(conn, rowid, &mut raw, with_images)?.map_err(|path| {
+                ViewError::BadImagePath {
+                    path: session.path.clone(),
+                    entry: id.clone(),
+                    json_path: path,
+                }
+            })?;
             nodes.push(Node {
-                rowid: row.get(0)?,
+                rowid,
                 id,
                 parent,
                 kind: row.get(3)?,
@@ -353,7 +384,10 @@ impl SessionTree {
 /// What one context item is, in Pi's `buildSessionContext` terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContextKind {
-    /// The compaction's summary (always first when there is a compaction).
+    /// The system message a Pi 1.x compaction keeps (`systemMessage`),
+    /// before its summary.
+    SystemCheckpoint,
+    /// The compaction's summary (first, or right after the checkpoint).
     CompactionSummary,
     /// A `message` entry's stored message.
     Message,
@@ -364,67 +398,202 @@ pub enum ContextKind {
 }
 
 /// One message of the context, pointing at its entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ContextItem {
     pub node: usize,
     pub kind: ContextKind,
+    /// The message as Pi puts it into the model's context: the stored one
+    /// (with a context edit applied), or the one Pi makes of a summary or a
+    /// custom message.
+    pub message: Value,
+    /// The `context_edit` entry that replaced this message's content.
+    pub edited_by: Option<usize>,
 }
 
-/// Pi's `buildSessionContext` over `path` (root → leaf): the last compaction
-/// on the path gives its summary, then the path entries from its
-/// `firstKeptEntryId` up to it, then everything after it.
+/// Pi's `buildSessionProjection` (1.5.2) over `path` (root → leaf). The
+/// entries: without a compaction, the path; with one, the last compaction,
+/// then the path entries from its `firstKeptEntryId` up to it (system
+/// messages left out: the compaction keeps its own), then everything after
+/// it. Each gives its messages: a compaction (only that first one) its
+/// `systemMessage` checkpoint and summary; a message the stored one, with
+/// the latest `context_edit` of it among those entries applied (removed
+/// when the replacement is null). Pi 0.x files hold neither checkpoints
+/// nor edits, so this is also 0.x's `buildSessionContext`.
 pub fn build_context(tree: &SessionTree, path: &[usize]) -> Vec<ContextItem> {
-    let append = |out: &mut Vec<ContextItem>, index: usize| {
+    let entries = context_entries(tree, path);
+    let mut edits: HashMap<&str, usize> = HashMap::new();
+    for &index in &entries {
         let node = &tree.nodes[index];
-        let kind = match node.kind.as_str() {
-            "message" => Some(ContextKind::Message),
-            "custom_message" => Some(ContextKind::Custom),
-            "branch_summary"
-                if node
-                    .raw
-                    .get("summary")
-                    .is_some_and(|s| !matches!(s, Value::Null | Value::Bool(false)) && s != "") =>
-            {
-                Some(ContextKind::BranchSummary)
-            }
-            _ => None,
-        };
-        if let Some(kind) = kind {
-            out.push(ContextItem { node: index, kind });
+        if node.kind == "context_edit"
+            && let Some(target) = node.raw.get("targetId").and_then(Value::as_str)
+        {
+            edits.insert(target, index);
         }
-    };
+    }
     let mut out = Vec::new();
-    let compaction = path
-        .iter()
-        .rposition(|&index| tree.nodes[index].kind == "compaction");
-    match compaction {
-        None => {
-            for &index in path {
-                append(&mut out, index);
-            }
-        }
-        Some(at) => {
-            let compaction = &tree.nodes[path[at]];
-            out.push(ContextItem {
-                node: path[at],
-                kind: ContextKind::CompactionSummary,
-            });
-            let first_kept = first_kept_id(tree, compaction);
-            let mut found = false;
-            for &index in &path[..at] {
-                if Some(tree.nodes[index].id.as_str()) == first_kept.as_deref() {
-                    found = true;
+    for (position, &index) in entries.iter().enumerate() {
+        let edit = edits.get(tree.nodes[index].id.as_str()).copied();
+        out.extend(project(tree, index, position == 0, edit));
+    }
+    out
+}
+
+/// The messages one entry gives (`projectContextEntry`): `first` tells
+/// whether a compaction is the one the context starts with (only that one
+/// gives its checkpoint and summary); `edit` is the `context_edit` entry
+/// that applies to it.
+pub fn project(
+    tree: &SessionTree,
+    index: usize,
+    first: bool,
+    edit: Option<usize>,
+) -> Vec<ContextItem> {
+    let node = &tree.nodes[index];
+    let raw = &node.raw;
+    let time = || Value::from(node.timestamp_ms.unwrap_or(0));
+    let mut out = Vec::new();
+    let mut push = |kind, message: Value, edited_by| {
+        out.push(ContextItem {
+            node: index,
+            kind,
+            message,
+            edited_by,
+        })
+    };
+    {
+        match node.kind.as_str() {
+            "compaction" if first => {
+                if let Some(system) = raw.get("systemMessage").filter(|m| m.is_object()) {
+                    push(ContextKind::SystemCheckpoint, system.clone(), None);
                 }
-                if found {
-                    append(&mut out, index);
+                let summary = serde_json::json!({
+                    "role": "compactionSummary",
+                    "summary": raw.get("summary").cloned().unwrap_or(Value::Null),
+                    "tokensBefore": raw.get("tokensBefore").cloned().unwrap_or(Value::Null),
+                    "timestamp": time(),
+                });
+                push(ContextKind::CompactionSummary, summary, None);
+            }
+            "message" => {
+                let message = raw.get("message").cloned().unwrap_or(Value::Null);
+                if let Some(message) = edited(message, edit.map(|e| &tree.nodes[e].raw)) {
+                    push(ContextKind::Message, message, edit);
                 }
             }
-            for &index in &path[at + 1..] {
-                append(&mut out, index);
+            "custom_message" => {
+                let mut message = serde_json::Map::new();
+                message.insert("role".into(), "custom".into());
+                for key in ["customType", "content", "display", "details"] {
+                    match (key, raw.get(key)) {
+                        (_, Some(value)) => {
+                            message.insert(key.into(), value.clone());
+                        }
+                        ("content", None) => {
+                            message.insert(key.into(), Value::Array(Vec::new()));
+                        }
+                        _ => {}
+                    }
+                }
+                message.insert("timestamp".into(), time());
+                if let Some(message) =
+                    edited(Value::Object(message), edit.map(|e| &tree.nodes[e].raw))
+                {
+                    push(ContextKind::Custom, message, edit);
+                }
             }
+            "branch_summary" if truthy(raw.get("summary")) => {
+                let summary = serde_json::json!({
+                    "role": "branchSummary",
+                    "summary": raw.get("summary").cloned().unwrap_or(Value::Null),
+                    "fromId": raw.get("fromId").cloned().unwrap_or(Value::Null),
+                    "timestamp": time(),
+                });
+                push(ContextKind::BranchSummary, summary, None);
+            }
+            _ => {}
         }
     }
     out
+}
+
+/// Every `context_edit` of the tree by its target's id, in file order:
+/// `(edit entry, whether it removes the target)`.
+pub fn edits_by_target(tree: &SessionTree) -> HashMap<&str, Vec<(usize, bool)>> {
+    let mut edits: HashMap<&str, Vec<(usize, bool)>> = HashMap::new();
+    for (index, node) in tree.nodes.iter().enumerate() {
+        if node.kind == "context_edit"
+            && let Some(target) = node.raw.get("targetId").and_then(Value::as_str)
+        {
+            let removes = node.raw.get("replacement").is_none_or(Value::is_null);
+            edits.entry(target).or_default().push((index, removes));
+        }
+    }
+    edits
+}
+
+/// The entries whose messages form the context (`buildContextEntries`).
+fn context_entries(tree: &SessionTree, path: &[usize]) -> Vec<usize> {
+    let Some(at) = path
+        .iter()
+        .rposition(|&index| tree.nodes[index].kind == "compaction")
+    else {
+        return path.to_vec();
+    };
+    let compaction = &tree.nodes[path[at]];
+    let first_kept = first_kept_id(tree, compaction);
+    let mut entries = vec![path[at]];
+    let mut found = false;
+    for &index in &path[..at] {
+        let node = &tree.nodes[index];
+        if Some(node.id.as_str()) == first_kept.as_deref() {
+            found = true;
+        }
+        let system = node.kind == "message"
+            && node.raw.pointer("/message/role").and_then(Value::as_str) == Some("system");
+        if found && !system {
+            entries.push(index);
+        }
+    }
+    entries.extend_from_slice(&path[at + 1..]);
+    entries
+}
+
+/// A message with a context edit's replacement (`projectContextEntry`):
+/// `None` when the edit removes it. A string replacement of an assistant
+/// or tool result becomes one text block.
+fn edited(mut message: Value, edit: Option<&Value>) -> Option<Value> {
+    let Some(edit) = edit else {
+        return Some(message);
+    };
+    let replacement = edit.get("replacement").unwrap_or(&Value::Null);
+    if replacement.is_null() {
+        return None;
+    }
+    let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+    if !matches!(role, "user" | "assistant" | "toolResult" | "custom") {
+        return Some(message);
+    }
+    let content = replacement.get("content").cloned().unwrap_or(Value::Null);
+    let content = match content {
+        Value::String(text) if matches!(role, "assistant" | "toolResult") => {
+            serde_json::json!([{"type": "text", "text": text}])
+        }
+        other => other,
+    };
+    if let Some(object) = message.as_object_mut() {
+        object.insert("content".into(), content);
+    }
+    Some(message)
+}
+
+/// JavaScript truthiness of a JSON value.
+fn truthy(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::String(text)) => !text.is_empty(),
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(_) => true,
+    }
 }
 
 /// `firstKeptEntryId`, or for v1 files the entry the writer resolved from
@@ -449,6 +618,7 @@ pub fn active_set(tree: &SessionTree) -> HashSet<usize> {
 pub fn render_tree(tree: &SessionTree) -> String {
     let (roots, children) = tree.children();
     let active = active_set(tree);
+    let edits = edits_by_target(tree);
     let leaf = tree.leaf();
     let mut out = String::new();
     out.push_str(&format!(
@@ -486,11 +656,14 @@ pub fn render_tree(tree: &SessionTree) -> String {
         } else {
             String::new()
         };
-        let label = tree
+        let mut label = tree
             .labels
             .get(&node.id)
             .map(|l| format!(" [{l}]"))
             .unwrap_or_default();
+        if let Some(list) = edits.get(node.id.as_str()) {
+            label.push_str(&format!(" {}", crate::query::show::edit_marks(tree, list)));
+        }
         out.push_str(&format!(
             "{mark} {own}{} {}{branch}{label}\n",
             node.id,
@@ -558,6 +731,19 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
                     }
                     body
                 }
+                "system" => {
+                    let count = |key: &str| match message.and_then(|m| m.get(key)) {
+                        Some(Value::Object(map)) => map.len(),
+                        Some(Value::Array(list)) => list.len(),
+                        _ => 0,
+                    };
+                    let mut body = text(message.and_then(|m| m.get("content")));
+                    let (sections, tools) = (count("sections"), count("toolsAdded"));
+                    if sections + tools > 0 {
+                        body = format!("{body} [{sections} sections, {tools} tools]");
+                    }
+                    body
+                }
                 _ => text(message.and_then(|m| m.get("content"))),
             };
             format!("{role}: {}", body.trim())
@@ -599,6 +785,25 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
         "custom" => format!(
             "custom {}",
             raw.get("customType").and_then(Value::as_str).unwrap_or("")
+        ),
+        "context_edit" => {
+            let target = raw.get("targetId").and_then(Value::as_str).unwrap_or("?");
+            match raw.get("replacement") {
+                None | Some(Value::Null) => format!("context_edit {target}: removed"),
+                Some(replacement) => format!(
+                    "context_edit {target} → {}",
+                    text(replacement.get("content"))
+                ),
+            }
+        }
+        "usage" => format!(
+            "usage {} {}{}",
+            raw.get("kind").and_then(Value::as_str).unwrap_or(""),
+            raw.get("model").and_then(Value::as_str).unwrap_or(""),
+            raw.get("note")
+                .and_then(Value::as_str)
+                .map(|note| format!(": {}", one_line(note)))
+                .unwrap_or_default()
         ),
         other => other.to_owned(),
     }

@@ -288,7 +288,7 @@ impl Store {
             Err(err) => return Some(format!("shard {name}: {err}")),
         };
         let behind: rusqlite::Result<i64> = self.conn.query_row(
-            "SELECT count(*) FROM chunks WHERE chunk_id % ?1 = ?2 AND chunk_id > ?3",
+            "SELECT count(*) FROM fts_rows WHERE fts_rowid % ?1 = ?2 AND fts_rowid > ?3",
             params![config.shards as i64, shard as i64, upto],
             |row| row.get(0),
         );
@@ -319,7 +319,7 @@ impl Store {
         };
         let want = ids(
             &self.conn,
-            "SELECT chunk_id FROM chunks WHERE chunk_id % ?1 = ?2 AND chunk_id <= ?3 ORDER BY 1",
+            "SELECT fts_rowid FROM fts_rows WHERE fts_rowid % ?1 = ?2 AND fts_rowid <= ?3 ORDER BY 1",
         );
         // Every row, whatever its id: a row above the mark or of another
         // shard's ids is as wrong as a missing one.
@@ -386,24 +386,30 @@ impl Store {
         Ok(last)
     }
 
-    /// Logs the full-text rows of `file_id`'s chunks for deletion (before
-    /// the chunks go) and drops those not yet sent to the shards.
+    /// Logs the full-text rows of `file_id`'s own chunks for deletion
+    /// (before the chunks go); rows of shared texts go with the text.
     pub(super) fn delete_fts_rows(&self, file_id: i64) -> Result<()> {
         let ids: Vec<i64> = self
             .conn
-            .prepare_cached("SELECT chunk_id FROM chunks WHERE file_id = ?1")
+            .prepare_cached("SELECT chunk_id FROM chunks WHERE file_id = ?1 AND fts_rowid IS NULL")
             .and_then(|mut stmt| stmt.query_map([file_id], |row| row.get(0))?.collect())
             .map_err(self.err())?;
+        self.forget_fts_rows(&ids)
+    }
+
+    /// Logs full-text rows for deletion and drops those not yet sent to
+    /// the shards.
+    pub(super) fn forget_fts_rows(&self, ids: &[i64]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        self.conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO fts_deletes(chunk_id)
-                 SELECT chunk_id FROM chunks WHERE file_id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute([file_id]))
+        let mut log = self
+            .conn
+            .prepare_cached("INSERT OR IGNORE INTO fts_deletes(chunk_id) VALUES (?1)")
             .map_err(self.err())?;
+        for id in ids {
+            log.execute([id]).map_err(self.err())?;
+        }
         let gone: std::collections::HashSet<i64> = ids.iter().copied().collect();
         self.pending_fts
             .borrow_mut()
@@ -441,16 +447,30 @@ impl Store {
         if from >= config.last_chunk_id && deletes.is_empty() {
             return Ok(());
         }
+        // The rows of entries' own chunks and of shared texts, in id order;
+        // `owner` is the entry (or, negated, the shared text) holding the
+        // string at `json_path`.
         let mut chunks = self
             .conn
             .prepare(
                 "SELECT chunk_id, entry_rowid, json_path, start, len FROM chunks
-                 WHERE chunk_id > ?1 ORDER BY chunk_id",
+                  WHERE chunk_id > ?1 AND fts_rowid IS NULL
+                 UNION ALL
+                 SELECT fts_rowid, -text_id, inner_path, start, len FROM shared_chunks
+                  WHERE fts_rowid > ?1
+                 ORDER BY 1",
             )
             .map_err(self.err())?;
         let mut field = self
             .conn
             .prepare("SELECT json_extract(raw, ?2) FROM entries WHERE entry_rowid = ?1")
+            .map_err(self.err())?;
+        let mut shared_field = self
+            .conn
+            .prepare(
+                "SELECT CASE WHEN ?2 = '$' THEN text ELSE json_extract(text, ?2) END
+                   FROM shared_texts WHERE text_id = ?1",
+            )
             .map_err(self.err())?;
         let mut rows = chunks.query([from]).map_err(self.err())?;
         let mut text: (i64, String, String) = (0, String::new(), String::new());
@@ -459,20 +479,25 @@ impl Store {
         let mut deletes = Some(deletes);
         while let Some(row) = rows.next().map_err(self.err())? {
             let chunk_id: i64 = row.get(0).map_err(self.err())?;
-            let entry_rowid: i64 = row.get(1).map_err(self.err())?;
+            let owner: i64 = row.get(1).map_err(self.err())?;
             let json_path: String = row.get(2).map_err(self.err())?;
             let start = row.get::<_, i64>(3).map_err(self.err())?.max(0) as usize;
             let len = row.get::<_, i64>(4).map_err(self.err())?.max(0) as usize;
             if !writers.wants(chunk_id) {
                 continue;
             }
-            if text.0 != entry_rowid || text.1 != json_path {
-                let value: Option<String> = field
-                    .query_row(params![entry_rowid, json_path], |row| row.get(0))
+            if text.0 != owner || text.1 != json_path {
+                let statement = if owner < 0 {
+                    &mut shared_field
+                } else {
+                    &mut field
+                };
+                let value: Option<String> = statement
+                    .query_row(params![owner.abs(), json_path], |row| row.get(0))
                     .optional()
                     .map_err(self.err())?
                     .flatten();
-                text = (entry_rowid, json_path, value.unwrap_or_default());
+                text = (owner, json_path, value.unwrap_or_default());
             }
             let body = text
                 .2

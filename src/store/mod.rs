@@ -8,7 +8,9 @@
 mod check;
 mod copies;
 mod fts;
+mod restore;
 mod schema;
+mod shared;
 mod state;
 mod subagents;
 mod write;
@@ -24,6 +26,7 @@ pub use fts::{
     ShardConfig, attach_one_shard, attach_shards, default_shards, remove_database, shard_path,
     shard_schema,
 };
+pub use restore::{restore_entry, shared_values, stored_images};
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
 pub use subagents::{ArtifactRow, ArtifactState};

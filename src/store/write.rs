@@ -21,6 +21,7 @@ pub struct WriteStats {
 
 /// Tables holding one file's rows, children before parents.
 const FILE_TABLES: &[&str] = &[
+    "shared_refs",
     "chunk_runs",
     "subagent_tool_calls",
     "subagent_messages",
@@ -150,12 +151,14 @@ impl Store {
             .prepare_cached("SELECT session_id FROM sessions WHERE file_id = ?1")
             .and_then(|mut stmt| stmt.query_row([file_id], |row| row.get(0)).optional())
             .map_err(self.err())?;
+        let shared = self.shared_of_file(file_id)?;
         for table in FILE_TABLES {
             self.conn
                 .prepare_cached(&format!("DELETE FROM {table} WHERE file_id = ?1"))
                 .and_then(|mut stmt| stmt.execute([file_id]))
                 .map_err(self.err())?;
         }
+        self.drop_unshared(&shared)?;
         if let Some(session_id) = gone_session {
             self.relink_children(&session_id)?;
         }
@@ -422,7 +425,8 @@ impl Store {
         self.insert_usage(&key)?;
         self.insert_detail(&key)?;
         self.insert_images(&key)?;
-        self.insert_texts(&key)?;
+        let shared = self.insert_shared(rowid, file_id, &entry.shared)?;
+        self.insert_texts(&key, &shared)?;
         self.insert_subagent_runs(rowid, file_id, session_id, entry)?;
         Ok(())
     }
@@ -700,14 +704,28 @@ impl Store {
         Ok(())
     }
 
-    fn insert_texts(&self, key: &EntryKey<'_>) -> Result<()> {
+    /// The entry's chunks. A chunk of a shared value (`shared`: each
+    /// value's text id and whether it is new) points at that value's
+    /// full-text row instead of having its own.
+    fn insert_texts(&self, key: &EntryKey<'_>, shared: &[(i64, bool)]) -> Result<()> {
         for text in &key.entry.texts {
             for &(start, len) in &text.spans {
+                let body = text.text.get(start..start + len).unwrap_or_default();
                 let chunk_id = self.next_chunk_id()?;
+                let fts_rowid = match &text.shared {
+                    Some((index, inner)) => match shared.get(*index) {
+                        Some(&(text_id, _)) => {
+                            Some(self.shared_fts_row(text_id, inner, (start, len), body)?)
+                        }
+                        None => None,
+                    },
+                    None => None,
+                };
                 self.conn
                     .prepare_cached(
-                        "INSERT INTO chunks(chunk_id, entry_rowid, file_id, json_path, start, len, field_len, kind, tool_name)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                        "INSERT INTO chunks(chunk_id, entry_rowid, file_id, json_path, start, len, field_len,
+                             kind, tool_name, fts_rowid)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     )
                     .and_then(|mut stmt| {
                         stmt.execute(params![
@@ -720,14 +738,16 @@ impl Store {
                             text.text.len() as i64,
                             text.kind,
                             text.tool_name,
+                            fts_rowid,
                         ])
                     })
                     .map_err(self.err())?;
-                let body = text.text.get(start..start + len).unwrap_or_default();
-                let trigram = crate::normalize::has_unspaced_script(body);
-                self.pending_fts
-                    .borrow_mut()
-                    .push((chunk_id, body.to_owned(), trigram));
+                if fts_rowid.is_none() {
+                    let trigram = crate::normalize::has_unspaced_script(body);
+                    self.pending_fts
+                        .borrow_mut()
+                        .push((chunk_id, body.to_owned(), trigram));
+                }
             }
         }
         Ok(())

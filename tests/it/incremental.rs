@@ -138,7 +138,15 @@ impl Tree {
             n % 24,
             n % 60
         );
-        match n % 4 {
+        match n % 5 {
+            // A system message whose sections other files repeat (shared
+            // texts: stored and indexed once, dropped with their last user).
+            4 => format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"system","content":"","sections":{{"preamble":"{p}","tools":"{t}"}},"timestamp":{ms}}}}}"#,
+                p = format!("You are a coding agent, prompt {} ", n % 2).repeat(12),
+                t = format!("tool schema {} ", n % 3).repeat(25),
+                ms = 1_767_225_600_000 + n * 1000
+            ),
             0 => format!(
                 r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"user","content":"word{n} about src/lib.rs","timestamp":{ms}}}}}"#,
                 ms = 1_767_225_600_000 + n * 1000

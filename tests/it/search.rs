@@ -372,9 +372,12 @@ fn scanned_chunk_text_is_what_fts_content_gives() {
         let conn = rusqlite::Connection::open(&env.db).expect("open db");
         let mut stmt = conn
             .prepare(
+                // Chunks of shared texts are not in `raw` (fts_content
+                // reads them from `shared_texts`).
                 "SELECT c.chunk_id, e.raw, c.json_path, c.start, c.len, f.body
                  FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
-                 JOIN fts_content f ON f.chunk_id = c.chunk_id",
+                 JOIN fts_content f ON f.chunk_id = c.chunk_id
+                 WHERE c.fts_rowid IS NULL",
             )
             .expect("prepare");
         let rows = stmt

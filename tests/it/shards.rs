@@ -156,8 +156,12 @@ struct Before {
     hits: Vec<BTreeSet<(String, String)>>,
 }
 
+/// The `sessions` tree without its 1.x sessions: their system messages
+/// need schema 11's tables, which the fakes of older schemas drop (the
+/// schema 9 fake re-indexes, so it keeps them).
 fn synced_sessions() -> Before {
     let env = Env::with_fixture("sessions");
+    std::fs::remove_dir_all(env.root.join("--home-user-proj-1x--")).expect("remove 1.x sessions");
     env.sync();
     let fresh = canonical_dump(&env.db);
     let hits = QUERIES.iter().map(|q| hits(&env, q)).collect();
@@ -170,9 +174,36 @@ fn schema_8_sql() -> String {
     format!("{} {}", schema_9_sql(), schema_9_to_8_sql())
 }
 
-/// Undoes migration 0010: `images.payload_index`.
-fn schema_9_sql() -> &'static str {
-    "ALTER TABLE images DROP COLUMN payload_index;"
+/// Undoes migrations 0011 (shared texts) and 0010 (`images.payload_index`).
+fn schema_9_sql() -> String {
+    format!(
+        "{} ALTER TABLE images DROP COLUMN payload_index;",
+        schema_10_sql()
+    )
+}
+
+/// Undoes migration 0011: the shared-text tables, `chunks.fts_rowid`, and
+/// the views it replaced, back to 0001's and 0002's.
+fn schema_10_sql() -> String {
+    let view = |file: &str, name: &str| {
+        let start = file
+            .find(&format!("CREATE VIEW {name}"))
+            .expect("view in migration");
+        let len = file[start..].find(";\n").expect("end of view") + 1;
+        file[start..start + len].to_owned()
+    };
+    let init = include_str!("../../migrations/0001_init.sql");
+    let subagents = include_str!("../../migrations/0002_subagents.sql");
+    format!(
+        "DROP VIEW fts_rows; DROP VIEW v_shared_values; DROP VIEW fts_content; DROP VIEW texts;
+         DROP VIEW messages; DROP TABLE shared_texts; DROP TABLE shared_refs;
+         DROP TABLE shared_chunks; DROP INDEX chunks_fts_rowid;
+         ALTER TABLE chunks DROP COLUMN fts_rowid;
+         {} {} {}",
+        view(init, "fts_content"),
+        view(init, "texts"),
+        view(subagents, "messages"),
+    )
 }
 
 fn schema_9_to_8_sql() -> String {

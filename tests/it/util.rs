@@ -145,6 +145,10 @@ pub fn copy_tree(from: &Path, to: &Path) {
         let dest = to.join(rel);
         if entry.file_type().is_dir() {
             fs::create_dir_all(&dest).expect("mkdir");
+        } else if entry.file_type().is_symlink() {
+            // Kept as links (relative targets stay valid in the copy).
+            let target = fs::read_link(entry.path()).expect("read link");
+            std::os::unix::fs::symlink(target, &dest).expect("symlink");
         } else {
             fs::copy(entry.path(), &dest).expect("copy");
         }
@@ -201,15 +205,29 @@ pub fn canonical_dump(db: &Path) -> Vec<String> {
         let select: Vec<String> = columns
             .iter()
             .filter(|c| {
-                !matches!(
+                let surrogate = matches!(
+                    (table.as_str(), c.as_str()),
+                    ("shared_texts", "text_id") | ("shared_chunks", "fts_rowid")
+                );
+                let run_dependent = matches!(
                     c.as_str(),
                     "indexed_at" | "deleted_at" | "seen_ns" | "chunk_id" | "run_rowid"
-                )
+                );
+                !surrogate && !run_dependent
             })
             .map(|c| match c.as_str() {
                 "file_id" | "child_file_id" => {
                     format!("(SELECT path FROM files f WHERE f.file_id = t.{c})")
                 }
+                // Surrogate keys of shared texts: the text's hash stands for them.
+                "text_id" => {
+                    format!("(SELECT hash FROM shared_texts x WHERE x.text_id = t.{c})")
+                }
+                "fts_rowid" => format!(
+                    "(SELECT x.hash || ':' || sc.inner_path || ':' || sc.start
+                        FROM shared_chunks sc JOIN shared_texts x ON x.text_id = sc.text_id
+                       WHERE sc.fts_rowid = t.{c})"
+                ),
                 c if c.ends_with("entry_rowid") => format!(
                     "(SELECT f.path || ':' || e.byte_offset || ':' || e.obj_in_line FROM entries e
                       JOIN files f ON f.file_id = e.file_id WHERE e.entry_rowid = t.{c})"
@@ -277,7 +295,7 @@ pub fn fts_match(db: &Path, expr: &str) -> String {
 pub fn fts_integrity(db: &Path) {
     let conn = rusqlite::Connection::open(db).expect("open db");
     let chunk_ids: Vec<i64> = conn
-        .prepare("SELECT chunk_id FROM chunks ORDER BY 1")
+        .prepare("SELECT fts_rowid FROM fts_rows ORDER BY 1")
         .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
         .expect("chunk ids");
     let shards = shard_paths(db);
