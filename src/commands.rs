@@ -448,14 +448,25 @@ fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
             hit.session_path, hit.line_no, hit.cwd
         )?;
         if let Some(run) = &hit.run {
-            writeln!(
-                out,
-                "{dim}  in subagent run #{} of {} ({}, {}){reset}",
-                run.position,
-                run.agent.as_deref().unwrap_or("?"),
-                run.mode.as_deref().unwrap_or("?"),
-                run.run_id.as_deref().unwrap_or("no run id"),
-            )?;
+            let place = if run.child_session {
+                format!(
+                    "in the child session of subagent run #{} of {} ({}, {}) delegated by session {}",
+                    run.position,
+                    run.agent.as_deref().unwrap_or("?"),
+                    run.mode.as_deref().unwrap_or("?"),
+                    run.run_id.as_deref().unwrap_or("no run id"),
+                    run.parent_session_id,
+                )
+            } else {
+                format!(
+                    "in subagent run #{} of {} ({}, {})",
+                    run.position,
+                    run.agent.as_deref().unwrap_or("?"),
+                    run.mode.as_deref().unwrap_or("?"),
+                    run.run_id.as_deref().unwrap_or("no run id"),
+                )
+            };
+            writeln!(out, "{dim}  {place}{reset}")?;
         }
         let snippet = hit.snippet.replace(['\n', '\r', '\t'], " ");
         writeln!(out, "  {snippet}\n")?;

@@ -18,8 +18,9 @@ use crate::read::{Fingerprint, Line, LineReader};
 /// `""` counts as missing. 3: numbers are kept as written (they were parsed
 /// into floats and printed back, rounded) and image payloads keep their
 /// place among their object's keys. 4: every string is searchable, and
-/// system messages' large values are stored once (`shared_texts`).
-pub const PARSER_VERSION: i64 = 4;
+/// system messages' large values are stored once (`shared_texts`). 5:
+/// subagent statuses in Pi 1.5's words, usage parts (reasoning, 1h cache).
+pub const PARSER_VERSION: i64 = 5;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;

@@ -170,6 +170,12 @@ pub struct Usage {
     pub cost_cache_read: Option<f64>,
     pub cost_cache_write: Option<f64>,
     pub cost_total: Option<f64>,
+    /// Parts Pi 1.5 reports and never adds again: reasoning is part of
+    /// `output`, the 1-hour cache writes part of `cache_write`.
+    pub reasoning: Option<i64>,
+    pub cache_write_1h: Option<i64>,
+    /// `cost.totalFromProvider`: the provider billed `cost_total`.
+    pub cost_from_provider: Option<bool>,
 }
 
 /// A usage record from any source (see `usage_records` in docs/schema.md).

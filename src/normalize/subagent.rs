@@ -29,8 +29,12 @@ pub struct SubagentRun {
     pub agent_source: Option<String>,
     pub task: Option<String>,
     pub exit_code: Option<i64>,
-    /// `ok`, `failed`, `detached` (-2), `running` (-1) or `unknown`.
-    pub status: &'static str,
+    /// As the result says (`status`, Pi 1.5), else from its exit code:
+    /// `completed`, `failed`, `aborted`, `running`, `pending`, `detached`,
+    /// `unknown` (see `status`).
+    pub status: String,
+    /// The signal that ended the run (`terminationSignal`, Pi 1.5).
+    pub termination_signal: Option<String>,
     pub error: Option<String>,
     pub stop_reason: Option<String>,
     pub model: Option<String>,
@@ -149,6 +153,18 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
     let exit_code = result.get("exitCode").and_then(as_int);
     let stop_reason = str_field(result, "stopReason");
     let error = str_field(result, "error").or_else(|| str_field(result, "errorMessage"));
+    let termination_signal = str_field(result, "terminationSignal");
+    let status = str_field(result, "status")
+        .filter(|status| !status.is_empty())
+        .unwrap_or_else(|| {
+            derived_status(
+                exit_code,
+                stop_reason.as_deref(),
+                error.is_some(),
+                termination_signal.is_some(),
+            )
+            .to_owned()
+        });
     SubagentRun {
         position,
         run_index: result.get("index").and_then(as_int),
@@ -156,7 +172,8 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
         agent: str_field(result, "agent"),
         agent_source: str_field(result, "agentSource"),
         task: str_field(result, "task"),
-        status: status(exit_code, stop_reason.as_deref(), error.is_some()),
+        status,
+        termination_signal,
         exit_code,
         error,
         stop_reason,
@@ -184,15 +201,23 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
     }
 }
 
-/// `running` (-1, the official example's placeholder), `detached` (-2,
-/// pi-subagents async), `ok`, or `failed` (non-zero exit, or exit 0 with an
-/// error stop reason).
-pub fn status(exit_code: Option<i64>, stop_reason: Option<&str>, has_error: bool) -> &'static str {
+/// A run's status when its result does not say (before Pi 1.5): `running`
+/// (exit -1, the official example's placeholder), `detached` (-2,
+/// pi-subagents async), `aborted` (a signal ended it, or its model stopped
+/// with `aborted`), `failed` (non-zero exit, an error stop reason or an
+/// error), `completed`, or `unknown`.
+pub fn derived_status(
+    exit_code: Option<i64>,
+    stop_reason: Option<&str>,
+    has_error: bool,
+    signalled: bool,
+) -> &'static str {
     match exit_code {
         Some(-1) => "running",
         Some(-2) => "detached",
-        Some(0) if matches!(stop_reason, Some("error" | "aborted")) => "failed",
-        Some(0) => "ok",
+        _ if signalled || stop_reason == Some("aborted") => "aborted",
+        Some(0) if stop_reason == Some("error") => "failed",
+        Some(0) => "completed",
         Some(_) => "failed",
         None if has_error => "failed",
         None => "unknown",
@@ -304,7 +329,7 @@ mod tests {
         let runs = describe(&message, "$.message", &mut entry);
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].mode.as_deref(), Some("weird"));
-        assert_eq!(runs[0].status, "ok");
+        assert_eq!(runs[0].status, "completed");
         assert_eq!(runs[0].cost, Some(0.5));
         assert_eq!(runs[0].cache_write_tokens, Some(8));
         assert_eq!(runs[0].artifact_base.as_deref(), Some("abcd1234_scout"));
@@ -346,8 +371,16 @@ mod tests {
             &json!({"results":[{"agent":"a"}]})
         ));
         assert!(is_subagent_result(Some("subagent"), &json!({"results":[]})));
-        assert_eq!(status(Some(0), Some("error"), false), "failed");
-        assert_eq!(status(Some(-1), None, false), "running");
-        assert_eq!(status(None, None, false), "unknown");
+        assert_eq!(
+            derived_status(Some(0), Some("error"), false, false),
+            "failed"
+        );
+        assert_eq!(
+            derived_status(Some(0), Some("aborted"), false, false),
+            "aborted"
+        );
+        assert_eq!(derived_status(None, None, false, true), "aborted");
+        assert_eq!(derived_status(Some(-1), None, false, false), "running");
+        assert_eq!(derived_status(None, None, false, false), "unknown");
     }
 }

@@ -23,6 +23,8 @@ pub(super) fn parse_usage(value: &Value) -> Option<Usage> {
         cache_read,
         cache_write,
         total,
+        reasoning: object.get("reasoning").and_then(as_int),
+        cache_write_1h: object.get("cacheWrite1h").and_then(as_int),
         ..Usage::default()
     };
     match object.get("cost") {
@@ -33,6 +35,7 @@ pub(super) fn parse_usage(value: &Value) -> Option<Usage> {
             usage.cost_cache_read = money("cacheRead");
             usage.cost_cache_write = money("cacheWrite");
             usage.cost_total = money("total");
+            usage.cost_from_provider = cost.get("totalFromProvider").and_then(Value::as_bool);
         }
         // The official subagent example reports cost as one number.
         Some(Value::Number(total)) => usage.cost_total = total.as_f64(),

@@ -89,7 +89,9 @@ pub struct Hit {
     pub chunk_id: i64,
 }
 
-/// Which delegated run a hit in a child transcript belongs to.
+/// Which delegated run a hit in a child transcript belongs to: a
+/// transcript embedded in the parent's tool result, or a child session
+/// file of its own.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunRef {
     pub agent: Option<String>,
@@ -99,6 +101,12 @@ pub struct RunRef {
     pub run_id: Option<String>,
     /// The parent's `subagent` tool call.
     pub tool_call_id: Option<String>,
+    /// The session that delegated the run (the hit's own session for an
+    /// embedded transcript).
+    pub parent_session_id: String,
+    pub parent_session_path: String,
+    /// True when the hit is in the run's child session file.
+    pub child_session: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -1428,20 +1436,39 @@ fn scan_raw(
 
 /// The subagent run a chunk belongs to (`chunk_runs`, migration 0002).
 fn run_of(conn: &rusqlite::Connection, chunk_id: i64) -> rusqlite::Result<Option<RunRef>> {
-    conn.prepare_cached(
-        "SELECT r.agent, r.mode, r.position, r.run_id, r.tool_call_id
-         FROM chunk_runs cr JOIN subagent_runs r ON r.run_rowid = cr.run_rowid
-         WHERE cr.chunk_id = ?1",
-    )?
-    .query_row([chunk_id], |row| {
-        Ok(RunRef {
-            agent: row.get(0)?,
-            mode: row.get(1)?,
-            position: row.get(2)?,
-            run_id: row.get(3)?,
-            tool_call_id: row.get(4)?,
-        })
-    })
+    let run = |child: bool| {
+        move |row: &rusqlite::Row<'_>| {
+            Ok(RunRef {
+                agent: row.get(0)?,
+                mode: row.get(1)?,
+                position: row.get(2)?,
+                run_id: row.get(3)?,
+                tool_call_id: row.get(4)?,
+                parent_session_id: row.get(5)?,
+                parent_session_path: row.get(6)?,
+                child_session: child,
+            })
+        }
+    };
+    const COLUMNS: &str =
+        "r.agent, r.mode, r.position, r.run_id, r.tool_call_id, r.session_id, f.path";
+    let embedded = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM chunk_runs cr JOIN subagent_runs r ON r.run_rowid = cr.run_rowid
+               JOIN files f ON f.file_id = r.file_id
+              WHERE cr.chunk_id = ?1"
+        ))?
+        .query_row([chunk_id], run(false))
+        .optional()?;
+    if embedded.is_some() {
+        return Ok(embedded);
+    }
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM chunks c JOIN subagent_runs r ON r.child_file_id = c.file_id
+           JOIN files f ON f.file_id = r.file_id
+          WHERE c.chunk_id = ?1 ORDER BY r.run_rowid LIMIT 1"
+    ))?
+    .query_row([chunk_id], run(true))
     .optional()
 }
 

@@ -369,6 +369,9 @@ const SUBAGENT_PROBE: &str =
 /// Subagent runs, attributed to the parent session and counted once across
 /// fork copies of the parent. A run's tokens and cost are those its parent
 /// recorded; when it recorded none, those of its indexed child session.
+/// When the tool result carries `usage` (the runs' spend, which Pi counts
+/// in its totals), the runs add no tokens or cost here: the main columns
+/// hold them already.
 fn add_subagents(
     conn: &Connection,
     options: &UsageOptions,
@@ -389,22 +392,31 @@ fn add_subagents(
         project_col,
     );
     let sql = format!(
-        "WITH r AS (
+        "WITH runs AS (
+           -- `counted`: the tool result carries the runs' spend as its own
+           -- `usage` (Pi's extension contract), which the main columns count.
+           SELECT sr.*, EXISTS (SELECT 1 FROM usage_records u
+                                 WHERE u.entry_rowid = sr.entry_rowid
+                                   AND u.source = 'tool_result') AS counted
+             FROM subagent_runs sr),
+         r AS (
            SELECT sr.timestamp_ms, sr.model, NULL AS provider, sr.session_id,
                   s.project_dir, s.cwd,
-                  CASE WHEN coalesce(sr.input_tokens, sr.output_tokens, sr.cache_read_tokens,
+                  CASE WHEN sr.counted THEN 0
+                       WHEN coalesce(sr.input_tokens, sr.output_tokens, sr.cache_read_tokens,
                                      sr.cache_write_tokens) IS NOT NULL
                        THEN coalesce(sr.input_tokens, 0) + coalesce(sr.output_tokens, 0)
                             + coalesce(sr.cache_read_tokens, 0) + coalesce(sr.cache_write_tokens, 0)
                        ELSE (SELECT sum(c.total_tokens) FROM usage_records c
                               WHERE c.file_id = sr.child_file_id) END AS tokens,
-                  coalesce(sr.cost, (SELECT sum(c.cost_total) FROM usage_records c
-                                      WHERE c.file_id = sr.child_file_id), 0) AS cost,
+                  CASE WHEN sr.counted THEN 0
+                       ELSE coalesce(sr.cost, (SELECT sum(c.cost_total) FROM usage_records c
+                                                WHERE c.file_id = sr.child_file_id), 0) END AS cost,
                   row_number() OVER (
                     PARTITION BY coalesce(sr.tool_call_id, sr.file_id || '|' || sr.entry_id),
                                  sr.position, sr.timestamp_ms
                     ORDER BY s.created_ms IS NULL, s.created_ms, f.path) AS copy_no
-             FROM subagent_runs sr JOIN files f ON f.file_id = sr.file_id
+             FROM runs sr JOIN files f ON f.file_id = sr.file_id
              LEFT JOIN sessions s ON s.file_id = sr.file_id)
          SELECT {key_sql} AS k, count(*), sum(r.tokens), sum(r.cost)
            FROM r WHERE {} GROUP BY k",

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0009_copies.sql"),
     include_str!("../../migrations/0010_exact.sql"),
     include_str!("../../migrations/0011_shared_texts.sql"),
+    include_str!("../../migrations/0012_pi15.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::{Result, Store};
 use crate::normalize::Entry;
@@ -103,7 +103,7 @@ impl Store {
             run.agent_source.clone().into(),
             run.task.clone().into(),
             run.exit_code.into(),
-            run.status.to_owned().into(),
+            run.status.clone().into(),
             run.error.clone().into(),
             run.stop_reason.clone().into(),
             run.model.clone().into(),
@@ -128,6 +128,7 @@ impl Store {
             run.child_location.clone().into(),
             run.run_id.clone().into(),
             run.async_id.clone().into(),
+            run.termination_signal.clone().into(),
         ];
         let placeholders = (1..=values.len())
             .map(|n| format!("?{n}"))
@@ -140,7 +141,7 @@ impl Store {
                  cache_read_tokens, cache_write_tokens, cost, turns, context_tokens, tool_count,
                  progress_tokens, duration_ms, message_count, session_file, artifact_input_path,
                  artifact_output_path, artifact_jsonl_path, artifact_meta_path, artifact_transcript_path,
-                 artifact_base, child_location, run_id, async_id)
+                 artifact_base, child_location, run_id, async_id, termination_signal)
              VALUES ({placeholders})"
         );
         self.conn
@@ -380,6 +381,50 @@ impl Store {
         ];
         for statement in sql {
             self.conn.execute_batch(statement).map_err(self.err())?;
+        }
+        self.link_nested_sessions()
+    }
+
+    /// A session file below another session's own directory
+    /// (`<parent file without .jsonl>/…/x.jsonl`, where pi-subagents keeps
+    /// child sessions) whose header and runs name no parent, say the child
+    /// of a run whose result was lost: its parent is the nearest such
+    /// session.
+    fn link_nested_sessions(&self) -> Result<()> {
+        let orphans: Vec<(i64, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT s.file_id, f.path FROM sessions s JOIN files f ON f.file_id = s.file_id
+                  WHERE s.parent_session_id IS NULL AND s.parent_session IS NULL AND f.depth > 2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect()
+            })
+            .map_err(self.err())?;
+        for (file_id, path) in orphans {
+            let mut dir = std::path::Path::new(&path).parent();
+            while let Some(ancestor) = dir {
+                let candidate = format!("{}.jsonl", ancestor.display());
+                let parent: Option<String> = self
+                    .conn
+                    .prepare_cached(
+                        "SELECT s.session_id FROM files f JOIN sessions s ON s.file_id = f.file_id
+                          WHERE f.path = ?1",
+                    )
+                    .and_then(|mut stmt| stmt.query_row([&candidate], |row| row.get(0)).optional())
+                    .map_err(self.err())?;
+                if let Some(parent) = parent {
+                    self.conn
+                        .prepare_cached(
+                            "UPDATE sessions SET parent_session_id = ?2 WHERE file_id = ?1",
+                        )
+                        .and_then(|mut stmt| stmt.execute(params![file_id, parent]))
+                        .map_err(self.err())?;
+                    break;
+                }
+                dir = ancestor.parent();
+            }
         }
         Ok(())
     }

@@ -584,9 +584,10 @@ impl Store {
                     "INSERT OR IGNORE INTO usage_records(entry_rowid, source, file_id, session_id, entry_id,
                          timestamp_ms, provider, model, response_id, input_tokens, output_tokens,
                          cache_read_tokens, cache_write_tokens, total_tokens, cost_input, cost_output,
-                         cost_cache_read, cost_cache_write, cost_total)
+                         cost_cache_read, cost_cache_write, cost_total, reasoning_tokens,
+                         cache_write_1h_tokens, cost_from_provider)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                         ?18, ?19)",
+                         ?18, ?19, ?20, ?21, ?22)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute(params![
@@ -609,6 +610,9 @@ impl Store {
                         usage.cost_cache_read,
                         usage.cost_cache_write,
                         usage.cost_total,
+                        usage.reasoning,
+                        usage.cache_write_1h,
+                        usage.cost_from_provider,
                     ])
                 })
                 .map_err(self.err())?;

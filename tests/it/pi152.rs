@@ -169,3 +169,175 @@ fn the_context_of_every_session_is_pis() {
     }
     assert!(compared >= 40, "only {compared} sessions compared");
 }
+
+/// Each session's usage records add up to Pi 1.5.2's own totals
+/// (`AgentSession.getSessionStats`, fixtures/expected/pi152-usage.json):
+/// assistant, tool result, compaction, branch summary and `usage` entries
+/// (any kind), `reasoning` and `cacheWrite1h` never added again. Objects
+/// piidx recovers from lines Pi cannot parse (glued, or split by a lone
+/// `\r`) are left out here: Pi's totals never see them; piidx's count them.
+#[test]
+fn usage_records_add_up_to_pis_session_totals() {
+    let expected: Value = serde_json::from_str(
+        &fs::read_to_string(fixtures().join("expected/pi152-usage.json")).expect("expected"),
+    )
+    .expect("JSON");
+    let mut compared = 0;
+    for (tree, want) in expected["trees"].as_object().expect("trees") {
+        let env = Env::with_fixture(tree);
+        env.sync();
+        for (rel, session) in want["sessions"].as_object().expect("sessions") {
+            let Some(stats) = session.get("getSessionStats").filter(|s| s.is_object()) else {
+                continue;
+            };
+            let path = env.root.join(rel).to_string_lossy().replace('\'', "''");
+            let rows = env.sql(&format!(
+                "SELECT coalesce(sum(u.input_tokens), 0) AS input,
+                        coalesce(sum(u.output_tokens), 0) AS output,
+                        coalesce(sum(u.cache_read_tokens), 0) AS cache_read,
+                        coalesce(sum(u.cache_write_tokens), 0) AS cache_write,
+                        coalesce(sum(u.cost_total), 0) AS cost
+                   FROM files f
+                   LEFT JOIN entries e ON e.file_id = f.file_id AND e.glued = 0
+                   LEFT JOIN usage_records u ON u.entry_rowid = e.entry_rowid
+                  WHERE f.path = '{path}'"
+            ));
+            let ours = &rows[0];
+            let tokens = &stats["tokens"];
+            for (column, key) in [
+                ("input", "input"),
+                ("output", "output"),
+                ("cache_read", "cacheRead"),
+                ("cache_write", "cacheWrite"),
+            ] {
+                assert_eq!(ours[column], tokens[key], "{tree}/{rel}: {key}");
+            }
+            let cost = ours["cost"].as_f64().unwrap_or(0.0);
+            let pi = stats["cost"].as_f64().unwrap_or(0.0);
+            assert!(
+                (cost - pi).abs() < 1e-9,
+                "{tree}/{rel}: cost {cost} vs Pi's {pi}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 40, "only {compared} sessions compared");
+}
+
+/// Subagent runs as Pi 1.5.2's example extension and pi-subagents write
+/// them: the status each result states (never `failed` for `aborted`),
+/// child session files under the parent's directory linked to their run,
+/// and a hit in a child session names the run and the parent session.
+#[test]
+fn subagent_runs_keep_their_status_and_child_sessions_name_their_parent() {
+    let env = Env::with_fixture("pi152");
+    env.sync();
+    // Every result that states a status keeps it.
+    let stated = env.sql(
+        "SELECT r.status, json_extract(e.raw, r.json_path || '.status') AS written
+           FROM subagent_runs r JOIN entries e ON e.entry_rowid = r.entry_rowid
+          WHERE json_extract(e.raw, r.json_path || '.status') IS NOT NULL",
+    );
+    assert!(stated.len() >= 10, "{stated:?}");
+    for row in &stated {
+        assert_eq!(row["status"], row["written"], "{row}");
+    }
+    let statuses: std::collections::BTreeSet<String> = stated
+        .iter()
+        .filter_map(|row| row["status"].as_str().map(str::to_owned))
+        .collect();
+    for status in ["completed", "failed", "aborted", "pending", "running"] {
+        assert!(statuses.contains(status), "no {status} run in {statuses:?}");
+    }
+    let out = env.run(&["subagents", "--json"]);
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).expect("runs");
+    assert!(
+        runs.iter().any(|run| run["status"] == "aborted"),
+        "subagents shows aborted runs as such"
+    );
+    // pi-subagents children: <parent>/<runId>/run-N/session.jsonl, nested
+    // ones under the child's own directory; each linked to its run.
+    let linked = env.count(
+        "SELECT count(*) FROM subagent_runs r JOIN files f ON f.file_id = r.child_file_id
+          WHERE f.path LIKE '%/run-%/session.jsonl'",
+    );
+    assert!(linked >= 3, "{linked} runs linked to their child session");
+    assert_eq!(
+        env.count(
+            "SELECT count(*) FROM files f JOIN sessions s USING(file_id)
+              WHERE f.path LIKE '%/run-%/session.jsonl' AND s.parent_session_id IS NULL"
+        ),
+        0,
+        "every child session knows its parent"
+    );
+
+    let coverage = Env::with_fixture("coverage");
+    coverage.sync();
+    let manifest = manifest();
+    let child = manifest["words"]
+        .as_array()
+        .expect("words")
+        .iter()
+        .find(|w| {
+            w["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("/session.jsonl"))
+        })
+        .expect("a word in a child session");
+    let out = coverage.run(&[
+        "search",
+        child["word"].as_str().unwrap_or_default(),
+        "--json",
+    ]);
+    let hits: Vec<Value> = serde_json::from_slice(&out.stdout).expect("hits");
+    let hit = hits
+        .iter()
+        .find(|hit| hit["session_id"] == child["session_id"])
+        .expect("the hit in the child session");
+    assert_eq!(hit["run"]["child_session"], true, "{hit}");
+    let parent = coverage.sql(&format!(
+        "SELECT parent_session_id FROM sessions WHERE session_id = '{}'",
+        child["session_id"].as_str().unwrap_or_default()
+    ));
+    assert_eq!(
+        hit["run"]["parent_session_id"],
+        parent[0]["parent_session_id"]
+    );
+    assert!(hit["run"]["agent"].is_string(), "{hit}");
+}
+
+/// A subagent run's spend counts once: when the tool result carries it as
+/// `usage` (pi-subagents), in the main columns; when only the run's details
+/// hold it (the example extension), in the subagent columns.
+#[test]
+fn subagent_spend_is_counted_once() {
+    let env = Env::with_fixture("pi152");
+    env.sync();
+    let out = env.run(&["usage", "--by", "session", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("usage");
+    let row = |id: &str| {
+        rows.iter()
+            .find(|row| row["key"].as_str().is_some_and(|k| k.starts_with(id)))
+            .unwrap_or_else(|| panic!("no usage row for {id}: {rows:?}"))
+            .clone()
+    };
+    // pi-subagents (SA2): its tool results carry the runs' usage.
+    let sa2 = row("01a1b573-6100");
+    assert!(sa2["subagent_runs"].as_i64() > Some(0));
+    assert_eq!(sa2["subagent_tokens"], 0, "{sa2}");
+    let tool_result_tokens = env.count(
+        "SELECT coalesce(sum(u.total_tokens), 0) FROM usage_records u JOIN sessions s USING(file_id)
+          WHERE s.session_id LIKE '01a1b573-6100%' AND u.source = 'tool_result'",
+    );
+    assert!(tool_result_tokens > 0);
+    // The example extension (SA1): only the details hold the spend.
+    let sa1 = row("01a1b016");
+    assert!(sa1["subagent_tokens"].as_i64() > Some(0), "{sa1}");
+    assert_eq!(
+        env.count(
+            "SELECT count(*) FROM usage_records u JOIN sessions s USING(file_id)
+              WHERE s.session_id LIKE '01a1b016%' AND u.source = 'tool_result'"
+        ),
+        0
+    );
+}

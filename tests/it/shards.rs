@@ -182,8 +182,16 @@ fn schema_9_sql() -> String {
     )
 }
 
-/// Undoes migration 0011: the shared-text tables, `chunks.fts_rowid`, and
-/// the views it replaced, back to 0001's and 0002's.
+/// Undoes migration 0012: the columns Pi 1.5's subagent runs and usage gave.
+fn schema_11_sql() -> &'static str {
+    "ALTER TABLE subagent_runs DROP COLUMN termination_signal;
+     ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
+     ALTER TABLE usage_records DROP COLUMN cache_write_1h_tokens;
+     ALTER TABLE usage_records DROP COLUMN cost_from_provider;"
+}
+
+/// Undoes migrations 0012 and 0011: the shared-text tables,
+/// `chunks.fts_rowid`, and the views 0011 replaced, back to 0001's and 0002's.
 fn schema_10_sql() -> String {
     let view = |file: &str, name: &str| {
         let start = file
@@ -195,11 +203,12 @@ fn schema_10_sql() -> String {
     let init = include_str!("../../migrations/0001_init.sql");
     let subagents = include_str!("../../migrations/0002_subagents.sql");
     format!(
-        "DROP VIEW fts_rows; DROP VIEW v_shared_values; DROP VIEW fts_content; DROP VIEW texts;
+        "{} DROP VIEW fts_rows; DROP VIEW v_shared_values; DROP VIEW fts_content; DROP VIEW texts;
          DROP VIEW messages; DROP TABLE shared_texts; DROP TABLE shared_refs;
          DROP TABLE shared_chunks; DROP INDEX chunks_fts_rowid;
          ALTER TABLE chunks DROP COLUMN fts_rowid;
          {} {} {}",
+        schema_11_sql(),
         view(init, "fts_content"),
         view(init, "texts"),
         view(subagents, "messages"),
