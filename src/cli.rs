@@ -44,6 +44,18 @@ pub enum Command {
     Usage(UsageArgs),
     /// Tool call counts, error rates, call -> result times and largest outputs
     Tools(ToolsArgs),
+    /// The session roots the index syncs (remembered from earlier syncs), or forget one
+    Roots(RootsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RootsArgs {
+    /// Forget this root: remove it and every row of its files from the index
+    #[arg(long, value_name = "DIR")]
+    pub forget: Option<PathBuf>,
+    /// Print a JSON array of objects
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -106,7 +118,7 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct SyncArgs {
-    /// Sessions root to index; repeatable [default: $PI_CODING_AGENT_SESSION_DIR, else $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions]
+    /// Sessions root to index; repeatable, and remembered [default: every root synced before, and wherever Pi keeps sessions: $PI_CODING_AGENT_SESSION_DIR, sessionDir in ~/.pi/agent/settings.json or a project's .pi/settings.json, $PI_CODING_AGENT_DIR/sessions or ~/.pi/agent/sessions]
     #[arg(long, value_name = "DIR")]
     pub root: Vec<PathBuf>,
     /// Print the summary as one JSON object

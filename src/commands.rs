@@ -15,7 +15,7 @@ use crate::cli::{
 use piidx::output::{self, Format};
 use piidx::store::Store;
 use piidx::sync::{SyncError, SyncOptions};
-use piidx::{config, query};
+use piidx::{config, query, roots};
 
 /// Exit codes (documented in README.md).
 pub const EXIT_PARTIAL: u8 = 1;
@@ -43,20 +43,80 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Usage(args) => usage(db, args),
         Command::Tools(args) => tools(db, args),
         Command::Doctor(args) => doctor(db, args),
+        Command::Roots(args) => roots_command(db, args),
     }
 }
 
-fn sync(db: PathBuf, args: SyncArgs) -> Result<ExitCode> {
-    let roots = if args.root.is_empty() {
-        vec![
-            config::default_session_root()
-                .ok_or_else(|| anyhow!("cannot find the Pi sessions directory; pass --root DIR"))?,
-        ]
+fn roots_command(db: PathBuf, args: crate::cli::RootsArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.forget {
+        let path = config::absolute(path);
+        let _lock = piidx::sync::acquire_lock(&db, Duration::from_secs(10))?;
+        let store = Store::open_for_sync(&db)?;
+        store.start_fts(None)?;
+        store.begin()?;
+        let known = store.forget_root(&path.to_string_lossy())?;
+        store.commit()?;
+        store.finish_fts()?;
+        if !known {
+            return Err(anyhow!(
+                "{} is not a root of {}; see `piidx roots`",
+                path.display(),
+                db.display()
+            ));
+        }
+        println!("forgot {} and its rows", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = Store::open_read_only(&db)?;
+    let roots = store.root_infos()?;
+    let mut out = buffered_stdout();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &roots)?;
+        writeln!(out)?;
     } else {
+        let rows = output::Rows {
+            columns: ["root", "layout", "origin", "files", "sessions", "added"]
+                .iter()
+                .map(|c| (*c).to_owned())
+                .collect(),
+            rows: roots
+                .iter()
+                .map(|root| {
+                    vec![
+                        root.path.clone().into(),
+                        root.layout.name().into(),
+                        root.origin.clone().into(),
+                        root.files.into(),
+                        root.sessions.into(),
+                        root.added_at.clone().into(),
+                    ]
+                })
+                .collect(),
+        };
+        output::print(&mut out, &rows, Format::Table)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sync(db: PathBuf, args: SyncArgs) -> Result<ExitCode> {
+    let explicit_roots = !args.root.is_empty();
+    let roots = if explicit_roots {
         args.root
+            .iter()
+            .map(|root| roots::user_root(root))
+            .collect()
+    } else {
+        roots::for_sync(&db, std::env::current_dir().ok())
     };
+    if roots.is_empty() {
+        return Err(anyhow!(
+            "cannot find where Pi keeps sessions (no ~/.pi/agent/sessions, no sessionDir setting, no PI_CODING_AGENT_SESSION_DIR, no root synced before); pass --root DIR"
+        ));
+    }
     let options = SyncOptions {
-        roots: roots.iter().map(|root| config::absolute(root)).collect(),
+        roots,
+        explicit_roots,
         db,
         full: args.full,
         keep_deleted: args.keep_deleted,

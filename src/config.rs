@@ -3,18 +3,6 @@
 
 use std::path::PathBuf;
 
-/// Sessions root as Pi resolves it (spec §1.1): `PI_CODING_AGENT_SESSION_DIR`,
-/// else `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`.
-pub fn default_session_root() -> Option<PathBuf> {
-    if let Some(dir) = env_path("PI_CODING_AGENT_SESSION_DIR") {
-        return Some(dir);
-    }
-    if let Some(dir) = env_path("PI_CODING_AGENT_DIR") {
-        return Some(dir.join("sessions"));
-    }
-    home().map(|home| home.join(".pi/agent/sessions"))
-}
-
 /// Database path: `$PIIDX_DB`, else `$XDG_DATA_HOME/piidx/piidx.db`, else
 /// `~/.local/share/piidx/piidx.db`.
 pub fn default_db() -> Option<PathBuf> {

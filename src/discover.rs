@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
 use crate::ingest::Target;
+use crate::roots::Root;
 
 /// A `.jsonl` path that cannot be read as a file, with the reason.
 #[derive(Debug, Clone)]
@@ -51,7 +52,7 @@ fn is_excluded_dir(name: &str) -> bool {
 }
 
 /// Walks every root. Roots must exist (checked by the caller).
-pub fn discover(roots: &[PathBuf]) -> Discovery {
+pub fn discover(roots: &[Root]) -> Discovery {
     let mut found = Discovery::default();
     for root in roots {
         walk_root(root, &mut found);
@@ -65,7 +66,9 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
     found
 }
 
-fn walk_root(root: &Path, found: &mut Discovery) {
+fn walk_root(root_spec: &Root, found: &mut Discovery) {
+    let root = root_spec.path.as_path();
+    let listed_depth = root_spec.layout.listed_depth();
     let root_text = root.to_string_lossy().into_owned();
     let walker = WalkDir::new(root)
         .follow_links(true)
@@ -103,6 +106,7 @@ fn walk_root(root: &Path, found: &mut Discovery) {
             root: root_text.clone(),
             rel_path,
             depth: entry.depth() as i64,
+            listed: entry.depth() as i64 == listed_depth,
             dev: 0,
             ino: 0,
             size: 0,

@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::ingest::{self, FileStatus, IngestOptions, Start, Target};
 use crate::read::Fingerprint;
+use crate::roots::Root;
 use crate::store::{APPLICATION_ID, FileState, SCHEMA_VERSION, Store, StoreError};
 use crate::sync::{self, SyncError, SyncOptions};
 
@@ -432,6 +433,7 @@ fn recount(store: &Store, state: &FileState, max_line_bytes: usize) -> Result<Re
         root: state.root.clone(),
         rel_path: String::new(),
         depth: 0,
+        listed: false,
         dev: state.dev,
         ino: state.ino,
         size,
@@ -497,9 +499,10 @@ fn recount(store: &Store, state: &FileState, max_line_bytes: usize) -> Result<Re
     Ok(found)
 }
 
-fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<PathBuf>) -> SyncOptions {
+fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<Root>) -> SyncOptions {
     SyncOptions {
         roots,
+        explicit_roots: true,
         db: db.to_owned(),
         full: false,
         keep_deleted: true,
@@ -525,12 +528,24 @@ fn reindex(options: &DoctorOptions, diffs: &[FileDiff]) -> Result<(), DoctorErro
     if roots.is_empty() {
         return Ok(());
     }
-    sync::run_locked(&sync_options(
-        options,
-        &options.db,
-        roots.into_iter().collect(),
-    ))?;
+    let roots = with_layouts(&options.db, roots);
+    sync::run_locked(&sync_options(options, &options.db, roots))?;
     Ok(())
+}
+
+/// Roots with the layout the index remembers for them (else inferred).
+fn with_layouts(db: &Path, paths: impl IntoIterator<Item = PathBuf>) -> Vec<Root> {
+    let (remembered, _) = crate::roots::remembered(db);
+    paths
+        .into_iter()
+        .map(|path| {
+            remembered
+                .iter()
+                .find(|root| root.path == path)
+                .cloned()
+                .unwrap_or_else(|| crate::roots::user_root(&path))
+        })
+        .collect()
 }
 
 /// Rebuilds a damaged database next to it and swaps it in; returns where
@@ -548,6 +563,7 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     if roots.is_empty() {
         return Err(DoctorError::NoRoots { db: db.clone() });
     }
+    let roots = with_layouts(db, roots);
     let tmp = with_suffix(db, &format!(".rebuild-{}", std::process::id()));
     let remove_tmp = || crate::store::remove_database(&tmp);
     remove_tmp();

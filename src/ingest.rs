@@ -55,8 +55,10 @@ pub struct Target {
     pub path: PathBuf,
     pub root: String,
     pub rel_path: String,
-    /// 1: directly in the root; 2: `<root>/<dir>/x.jsonl`, what Pi lists.
+    /// 1: directly in the root; 2: `<root>/<dir>/x.jsonl`.
     pub depth: i64,
+    /// Pi's `listAll()` lists it: at the depth its root's layout lists.
+    pub listed: bool,
     pub dev: i64,
     pub ino: i64,
     pub size: u64,
@@ -332,6 +334,7 @@ impl FileRun<'_> {
             ParsedLine::Objects { objects, note } => {
                 // Pi's JSON.parse accepts a line only when it holds one object.
                 let pi_parsable = objects.len() == 1;
+                let listed = pi_parsable || split_by_lone_cr(bytes, objects.len());
                 if let Some(note) = note {
                     self.batch().errors.push(error(note));
                 }
@@ -342,6 +345,7 @@ impl FileRun<'_> {
                         byte_len: bytes.len() as i64,
                         obj_in_line: index as i64,
                         pi_index: pi_parsable.then_some(self.cursor.object_count),
+                        listed,
                         legacy_v1: false,
                         previous_entry_id: None,
                     };
@@ -406,6 +410,24 @@ impl FileRun<'_> {
         self.cursor.tail_open = !terminated;
         self.batch().bytes += consumed;
     }
+}
+
+/// True when a line holds `objects` objects separated by lone `\r`s: Pi's
+/// `listAll()` reads lines with readline, which ends a line there too, and
+/// so counts each (its loader, which splits on `\n` only, drops them all).
+fn split_by_lone_cr(bytes: &[u8], objects: usize) -> bool {
+    let body = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    if objects < 2 || !body.contains(&b'\r') {
+        return false;
+    }
+    let parts: Vec<&[u8]> = body
+        .split(|b| *b == b'\r')
+        .filter(|part| !part.iter().all(u8::is_ascii_whitespace))
+        .collect();
+    parts.len() == objects
+        && parts.iter().all(|part| {
+            matches!(parse::parse_line(part), ParsedLine::Objects { objects, note: None } if objects.len() == 1)
+        })
 }
 
 fn not_a_header(object: &serde_json::Value) -> String {

@@ -17,6 +17,7 @@ pub mod output;
 pub mod parse;
 pub mod query;
 pub mod read;
+pub mod roots;
 pub mod store;
 
 pub mod sync;

@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::discover::{self, Discovery};
 use crate::ingest::{self, Batch, FileStatus, IngestOptions, PARSER_VERSION, Start, Target};
 use crate::read::Fingerprint;
+use crate::roots::Root;
 use crate::store::{FileState, Store, StoreError};
 
 /// A file modified less than this long before it was last seen is checked
@@ -37,7 +38,10 @@ const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 pub struct SyncOptions {
-    pub roots: Vec<PathBuf>,
+    pub roots: Vec<Root>,
+    /// The roots were named by the user (`--root`): one that does not exist
+    /// is an error. Otherwise (remembered roots) it is reported, its rows kept.
+    pub explicit_roots: bool,
     pub db: PathBuf,
     /// Re-read every file from scratch.
     pub full: bool,
@@ -84,7 +88,7 @@ pub enum SyncError {
         lock: PathBuf,
         source: std::io::Error,
     },
-    #[error("session root {root} does not exist; pass --root DIR or set PI_CODING_AGENT_DIR")]
+    #[error("session root {root} does not exist; pass --root with a sessions directory")]
     RootMissing { root: PathBuf },
     #[error("session root {root} is not a directory; pass --root with the sessions directory")]
     RootNotDirectory { root: PathBuf },
@@ -112,19 +116,42 @@ pub fn run(options: &SyncOptions) -> Result<SyncReport, SyncError> {
 /// the database alone, like `doctor` rebuilding into a temporary file).
 pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
+    let mut gone = Vec::new();
     for root in &options.roots {
-        match std::fs::metadata(root) {
+        let path = &root.path;
+        match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {}
-            Ok(_) => return Err(SyncError::RootNotDirectory { root: root.clone() }),
+            Ok(_) => return Err(SyncError::RootNotDirectory { root: path.clone() }),
             // Unreadable (its parent, say): the walk reports it, nothing is removed.
             Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {}
-            Err(_) => return Err(SyncError::RootMissing { root: root.clone() }),
+            Err(_) if options.explicit_roots => {
+                return Err(SyncError::RootMissing { root: path.clone() });
+            }
+            // A remembered root that is not there (an unmounted disk, say):
+            // its rows stay, as for a directory that cannot be read.
+            Err(err) => gone.push((
+                path.clone(),
+                format!(
+                    "{err}; `piidx roots --forget {}` removes its rows",
+                    path.display()
+                ),
+            )),
         }
     }
     // The walk (a stat per file) and opening the index (migrations, shard
     // marks, the file map) do not depend on each other: run them at once.
+    let present: Vec<Root> = options
+        .roots
+        .iter()
+        .filter(|root| !gone.iter().any(|(path, _)| *path == root.path))
+        .cloned()
+        .collect();
     let (opened, discovery) = std::thread::scope(|scope| {
-        let walk = scope.spawn(|| discover::discover(&options.roots));
+        let walk = scope.spawn(|| {
+            let mut discovery = discover::discover(&present);
+            discovery.unreadable.extend(gone);
+            discovery
+        });
         let opened = open_index(options);
         match walk.join() {
             Ok(discovery) => (opened, discovery),
@@ -152,6 +179,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     }
 
     store.begin()?;
+    store.remember_roots(&present)?;
     for file_id in &plan.removals {
         store.remove_file(*file_id, options.keep_deleted)?;
         report.files_removed += 1;
@@ -176,7 +204,8 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     progress.finish_and_clear();
     written?;
     // Subagent artifact files and run links (see `artifacts`).
-    crate::artifacts::sync(&store, &options.roots, options.full)?;
+    let root_paths: Vec<PathBuf> = present.iter().map(|root| root.path.clone()).collect();
+    crate::artifacts::sync(&store, &root_paths, options.full)?;
     store.commit()?;
     for shard in store.finish_fts()? {
         report.warnings.push(format!(
@@ -260,7 +289,7 @@ fn plan(
     let synced_roots: HashSet<String> = options
         .roots
         .iter()
-        .map(|root| root.to_string_lossy().into_owned())
+        .map(|root| root.path.to_string_lossy().into_owned())
         .collect();
     let mut removals: Vec<i64> = states
         .values()

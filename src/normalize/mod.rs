@@ -97,6 +97,9 @@ pub struct EntryContext {
     /// Index among the objects Pi itself would parse, header = 0; `None` for
     /// objects Pi drops (glued lines). v1 `firstKeptEntryIndex` counts these.
     pub pi_index: Option<i64>,
+    /// Pi's `listAll()` sees the object (it reads lines with readline, which
+    /// also ends one at a lone `\r`), so it counts in the session list.
+    pub listed: bool,
     /// v1 files have no ids: ids are synthesized and chained in file order.
     pub legacy_v1: bool,
     pub previous_entry_id: Option<String>,
@@ -265,6 +268,8 @@ pub struct Entry {
     pub obj_in_line: i64,
     pub pi_index: Option<i64>,
     pub glued: bool,
+    /// See `EntryContext::listed`.
+    pub listed: bool,
     pub raw: String,
     pub message: Option<MessageRow>,
     pub blocks: Vec<BlockRow>,
@@ -308,6 +313,7 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
         obj_in_line: ctx.obj_in_line,
         pi_index: ctx.pi_index,
         glued: ctx.pi_index.is_none(),
+        listed: ctx.listed,
         raw: String::new(),
         message: None,
         blocks: Vec::new(),
@@ -653,6 +659,7 @@ mod tests {
             byte_len: 5,
             obj_in_line: 0,
             pi_index: Some(1),
+            listed: true,
             legacy_v1: false,
             previous_entry_id: None,
         }

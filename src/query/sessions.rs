@@ -1,7 +1,7 @@
 //! `piidx sessions`: the session list Pi's `/resume` shows, from the index.
 //!
-//! Same fields and meaning as Pi 0.73.1's `SessionInfo` (`buildSessionInfo`
-//! in `dist/core/session-manager.js`): the writer keeps `message_count`,
+//! Same fields and meaning as Pi's `SessionInfo` (`buildSessionInfo` in
+//! `dist/core/session-manager.js`, 0.73.1 and 1.5.2): the writer keeps `message_count`,
 //! `first_message`, `name` and `modified_ms` with Pi's rules; the header
 //! fields are read back from `header_raw` so that `parentSessionPath` and
 //! `cwd` are exactly what Pi reads (`parentSession` only, never
@@ -24,7 +24,7 @@ pub struct SessionsQuery {
     /// Only sessions modified at or after this instant (Unix ms).
     pub since_ms: Option<i64>,
     pub limit: Option<usize>,
-    /// Also list files Pi's `listAll()` does not see (nested, flat root files).
+    /// Also list files Pi's `listAll()` does not see (nested child sessions, stray files).
     pub all: bool,
 }
 
@@ -44,7 +44,10 @@ pub struct SessionInfo {
     pub listed_by_pi: bool,
 }
 
-/// Sessions newest first (by `modified`), like `SessionManager.listAll()`.
+/// Sessions newest first (by `modified`) in the order of Pi 1.5.2's
+/// `SessionManager.listAll()`: ties keep the order Pi read the files in, by
+/// mtime (newest first; not in a flat session directory, which Pi reads by
+/// name only), then file name, descending (`pi_name_order`).
 pub fn list(store: &Store, query: &SessionsQuery) -> rusqlite::Result<Vec<SessionInfo>> {
     let mut sql = String::from(
         "SELECT s.file_path, s.session_id,
@@ -54,8 +57,10 @@ pub fn list(store: &Store, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
                 s.header_raw -> '$.parentSession',
                 s.created_ms,
                 coalesce(s.modified_ms, f.mtime_ns / 1000000),
-                s.message_count, s.first_message, s.listed_by_pi
+                s.message_count, s.first_message, s.listed_by_pi,
+                CASE WHEN r.layout = 'flat' THEN 0 ELSE f.mtime_ns END
          FROM sessions s JOIN files f ON f.file_id = s.file_id
+         LEFT JOIN roots r ON r.path = f.root
          WHERE f.status <> 'deleted'",
     );
     let mut params: Vec<SqlValue> = Vec::new();
@@ -85,30 +90,77 @@ pub fn list(store: &Store, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
             params.len()
         ));
     }
-    sql.push_str(" ORDER BY 7 DESC, s.file_path");
-    if let Some(limit) = query.limit {
-        sql.push_str(&format!(" LIMIT {limit}"));
-    }
     let conn = store.connection();
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
         let parent: Option<String> = row.get(4)?;
-        Ok(SessionInfo {
-            path: row.get(0)?,
-            id: row.get(1)?,
-            cwd: row.get(2)?,
-            name: row.get(3)?,
-            parent_session_path: parent.and_then(|text| serde_json::from_str(&text).ok()),
-            created_ms: row.get(5)?,
-            modified_ms: row.get(6)?,
-            message_count: row.get(7)?,
-            first_message: row
-                .get::<_, Option<String>>(8)?
-                .unwrap_or_else(|| "(no messages)".to_owned()),
-            listed_by_pi: row.get(9)?,
-        })
+        let read_order: Option<i64> = row.get(10)?;
+        Ok((
+            read_order.unwrap_or(0),
+            SessionInfo {
+                path: row.get(0)?,
+                id: row.get(1)?,
+                cwd: row.get(2)?,
+                name: row.get(3)?,
+                parent_session_path: parent.and_then(|text| serde_json::from_str(&text).ok()),
+                created_ms: row.get(5)?,
+                modified_ms: row.get(6)?,
+                message_count: row.get(7)?,
+                first_message: row
+                    .get::<_, Option<String>>(8)?
+                    .unwrap_or_else(|| "(no messages)".to_owned()),
+                listed_by_pi: row.get(9)?,
+            },
+        ))
     })?;
-    rows.collect()
+    let mut sessions = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    sessions.sort_by(|(a_mtime, a), (b_mtime, b)| {
+        b.modified_ms
+            .cmp(&a.modified_ms)
+            .then(b_mtime.cmp(a_mtime))
+            .then_with(|| pi_name_order(file_name(&b.path), file_name(&a.path)))
+    });
+    let mut sessions: Vec<SessionInfo> = sessions.into_iter().map(|(_, info)| info).collect();
+    if let Some(limit) = query.limit {
+        sessions.truncate(limit);
+    }
+    Ok(sessions)
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// File names in the order of JavaScript's `localeCompare` (ICU's root
+/// collation), which Pi sorts them with: punctuation first (in the order
+/// below), then digits, then letters without regard to case; among equals,
+/// lower case before upper case; then by code point. Other characters
+/// sort after letters, by code point: Pi's file names are ASCII.
+pub fn pi_name_order(a: &str, b: &str) -> std::cmp::Ordering {
+    const PUNCTUATION: &str = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+    fn primary(c: char) -> (u8, u32) {
+        if let Some(at) = PUNCTUATION.find(c) {
+            (1, at as u32)
+        } else if c.is_ascii_digit() {
+            (2, c as u32)
+        } else if c.is_ascii_alphabetic() {
+            (3, c.to_ascii_lowercase() as u32)
+        } else if c.is_whitespace() {
+            (0, c as u32)
+        } else {
+            (4, c as u32)
+        }
+    }
+    let keys = |text: &str| text.chars().map(primary).collect::<Vec<_>>();
+    let tertiary = |text: &str| {
+        text.chars()
+            .map(|c| u8::from(c.is_ascii_uppercase()))
+            .collect::<Vec<_>>()
+    };
+    keys(a)
+        .cmp(&keys(b))
+        .then_with(|| tertiary(a).cmp(&tertiary(b)))
+        .then_with(|| a.cmp(b))
 }
 
 impl SessionInfo {
@@ -165,5 +217,21 @@ pub fn table(sessions: &[SessionInfo]) -> Rows {
     Rows {
         columns: columns.iter().map(|c| (*c).to_owned()).collect(),
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pi_name_order;
+    use std::cmp::Ordering::{Greater, Less};
+
+    #[test]
+    fn names_sort_as_local_compare_does() {
+        // node -e 'console.log("tie-a".localeCompare("tie_a"))' prints 1.
+        assert_eq!(pi_name_order("tie-a", "tie_a"), Greater);
+        assert_eq!(pi_name_order("Tie-b", "tie-a"), Greater);
+        assert_eq!(pi_name_order("a", "A"), Less);
+        assert_eq!(pi_name_order("x.y_z-9", "x.y_z-10"), Greater);
+        assert_eq!(pi_name_order("2026-01", "2026_01"), Greater);
     }
 }

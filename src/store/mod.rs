@@ -9,6 +9,7 @@ mod check;
 mod copies;
 mod fts;
 mod restore;
+mod roots;
 mod schema;
 mod shared;
 mod state;
@@ -27,6 +28,7 @@ pub use fts::{
     shard_schema,
 };
 pub use restore::{restore_entry, shared_values, stored_images};
+pub use roots::RootInfo;
 pub use schema::SCHEMA_VERSION;
 pub use state::FileState;
 pub use subagents::{ArtifactRow, ArtifactState};

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0010_exact.sql"),
     include_str!("../../migrations/0011_shared_texts.sql"),
     include_str!("../../migrations/0012_pi15.sql"),
+    include_str!("../../migrations/0013_roots.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

@@ -253,7 +253,7 @@ impl Store {
                     header.timestamp,
                     header.created_ms,
                     header.parent_session,
-                    batch.target.depth == 2,
+                    batch.target.listed,
                     header.raw,
                 ])
             })
@@ -319,9 +319,10 @@ impl Store {
         let mut first_user_text: Option<&str> = None;
         let mut name: Option<Option<&str>> = None;
         let mut activity: Option<i64> = None;
-        // Pi never sees objects recovered from a glued line (JSON.parse fails
-        // on the whole line), so they do not count toward Pi's SessionInfo.
-        for entry in batch.entries.iter().filter(|entry| !entry.glued) {
+        // Pi's listAll never sees objects recovered from a glued line
+        // (JSON.parse fails on the whole line) except those its readline
+        // split at a lone `\r`: only those it sees count toward SessionInfo.
+        for entry in batch.entries.iter().filter(|entry| entry.listed) {
             if let Some(message) = &entry.message {
                 messages += 1;
                 if matches!(message.role.as_str(), "user" | "assistant") {

@@ -35,6 +35,7 @@ fn check_accounted(bytes: &[u8], max_line_bytes: usize) {
         root: "/".into(),
         rel_path: "x.jsonl".into(),
         depth: 1,
+        listed: true,
         dev: 0,
         ino: 0,
         size: bytes.len() as u64,
@@ -215,6 +216,7 @@ proptest! {
             byte_len: 5,
             obj_in_line: 0,
             pi_index: Some(1),
+            listed: true,
             legacy_v1: v1,
             previous_entry_id: None,
         };

@@ -341,3 +341,168 @@ fn subagent_spend_is_counted_once() {
         0
     );
 }
+
+/// `piidx sessions` lists what Pi 1.5.2's `listAll()` lists, in its order,
+/// wherever Pi keeps sessions: a `sessionDir` setting (global, or a
+/// project's, relative), `PI_CODING_AGENT_SESSION_DIR`, a flat directory,
+/// symlinked project directories, custom ids, prompt-only files, repaired
+/// torn tails, ties in `modified`, a BOM header, a lone `\r`
+/// (fixtures/pi152-dirs; expected in fixtures/expected/pi152-dirs-listall.json).
+/// `sync` runs with no `--root` (except for Pi's `--session-dir` flag, which
+/// only the user knows), as the case's user would, to find them itself.
+#[test]
+fn sessions_are_listed_as_pi_lists_them_wherever_pi_keeps_them() {
+    let read = |rel: &str| -> Value {
+        serde_json::from_str(&fs::read_to_string(fixtures().join(rel)).expect(rel)).expect(rel)
+    };
+    let expected = read("expected/pi152-dirs-listall.json");
+    let cases = read("pi152-dirs/cases.json");
+    let mtimes = read("pi152-dirs/mtimes.json");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("pi152-dirs");
+    crate::util::copy_tree(&fixtures().join("pi152-dirs"), &root);
+    for (rel, iso) in mtimes["mtimes"].as_object().expect("mtimes") {
+        let ms = piidx::time::parse_iso_ms(iso.as_str().expect("time")).expect("ISO time");
+        let when = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
+        fs::File::options()
+            .write(true)
+            .open(root.join(rel))
+            .and_then(|file| file.set_modified(when))
+            .expect("set mtime");
+    }
+    let fake = cases["root"].as_str().expect("fake root");
+    let here = root.to_string_lossy().into_owned();
+    let map = |path: &str| path.replacen(fake, &here, 1);
+    let mut checked = 0;
+    for case in cases["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().expect("name");
+        let want = &expected["cases"][name];
+        let db = tmp.path().join(format!("{name}.db"));
+        let mut sync = std::process::Command::new(env!("CARGO_BIN_EXE_piidx"));
+        sync.arg("--db").arg(&db).arg("sync").arg("--json");
+        let argv: Vec<&str> = case["argv"]
+            .as_array()
+            .expect("argv")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        if let Some(at) = argv.iter().position(|arg| *arg == "--session-dir") {
+            sync.arg("--root").arg(map(argv[at + 1]));
+        }
+        sync.env_remove("PIIDX_DB")
+            .env_remove("PI_CODING_AGENT_DIR")
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .current_dir(map(case["cwd"].as_str().expect("cwd")));
+        for (key, value) in case["env"].as_object().expect("env") {
+            sync.env(key, map(value.as_str().expect("env value")));
+        }
+        let out = sync.output().expect("run sync");
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let process_cwd = map(want["processCwd"].as_str().expect("processCwd"));
+        let absolute = |path: &str| {
+            if path.starts_with('/') {
+                map(path)
+            } else {
+                format!("{process_cwd}/{path}")
+            }
+        };
+        let scope = match want["resolvedSessionDir"].as_str() {
+            Some(dir) => absolute(dir),
+            None => map(want["sessionsDirIfDefault"].as_str().expect("sessions dir")),
+        };
+        let listed = std::process::Command::new(env!("CARGO_BIN_EXE_piidx"))
+            .arg("--db")
+            .arg(&db)
+            .args(["sessions", "--json"])
+            .output()
+            .expect("run sessions");
+        let ours: Vec<Value> = serde_json::from_slice::<Vec<Value>>(&listed.stdout)
+            .expect("sessions JSON")
+            .into_iter()
+            .filter(|s| {
+                s["path"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with(&format!("{scope}/")))
+            })
+            .collect();
+        let theirs: Vec<Value> = want["listAll"]
+            .as_array()
+            .expect("listAll")
+            .iter()
+            .map(|info| {
+                let mut info = info.clone();
+                let object = info.as_object_mut().expect("object");
+                object.remove("allMessagesText");
+                // Where the file is now; what is inside it (cwd,
+                // parentSession) stays as written.
+                let path = absolute(object["path"].as_str().expect("path"));
+                object.insert("path".into(), path.into());
+                info
+            })
+            .collect();
+        assert_eq!(ours, theirs, "{name}");
+        checked += 1;
+    }
+    assert_eq!(checked, 11);
+}
+
+/// Pi 1.5.2 appends the missing `\n` to a file whose last line has none
+/// when it opens it: the next sync reads that one byte (and, after a torn
+/// line, the line it completes), not the whole file again.
+#[test]
+fn the_newline_pi_appends_on_open_is_a_cheap_resume() {
+    let env = Env::new();
+    let dir = env.root.join("--proj--");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/proj"}"#;
+    let message = |id: &str, parent: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-11-01T00:00:01.000Z","message":{{"role":"user","content":"hello {id}","timestamp":1793491201000}}}}"#
+        )
+    };
+    let complete = dir.join("complete.jsonl");
+    fs::write(
+        &complete,
+        format!(
+            "{header}\n{}\n{}",
+            message("a1", "null"),
+            message("a2", "\"a1\"")
+        ),
+    )
+    .expect("write");
+    let torn = dir.join("torn.jsonl");
+    let tail = r#"{"type":"message","id":"b2","par"#;
+    fs::write(
+        &torn,
+        format!("{header}\n{}\n{tail}", message("b1", "null")),
+    )
+    .expect("write");
+    crate::util::age_files(&env.root);
+    let first = env.sync();
+    assert_eq!(first["entries_added"], 3, "{first}");
+    for file in [&complete, &torn] {
+        let mut handle = fs::OpenOptions::new()
+            .append(true)
+            .open(file)
+            .expect("open");
+        std::io::Write::write_all(&mut handle, b"\n").expect("append");
+    }
+    let second = env.sync();
+    // Nothing re-read from the start: no entry added again; the torn line
+    // (now complete, and invalid) and its newline read, and recorded.
+    assert_eq!(second["entries_added"], 0, "{second}");
+    assert_eq!(second["bytes_read"], tail.len() as u64 + 1, "{second}");
+    assert_eq!(second["parse_errors"], 1, "{second}");
+    // The first file's cursor took the newline in.
+    let size = fs::metadata(&complete).expect("stat").len() as i64;
+    assert_eq!(
+        env.count("SELECT offset FROM files WHERE path LIKE '%/complete.jsonl'"),
+        size
+    );
+    let third = env.sync();
+    assert_eq!(third["files_unchanged"], 2, "{third}");
+}

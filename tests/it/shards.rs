@@ -168,31 +168,30 @@ fn synced_sessions() -> Before {
     Before { env, fresh, hits }
 }
 
-/// Undoes migration 0009: the `copies` columns, `usage_records.dedupe_key`,
-/// their indexes and the views reading them (back to 0004's).
+/// A schema-8 database made from a current one: undoes migrations 0013 to
+/// 0009 (see `undo`).
 fn schema_8_sql() -> String {
-    format!("{} {}", schema_9_sql(), schema_9_to_8_sql())
+    undo_down_to(8)
 }
 
-/// Undoes migrations 0011 (shared texts) and 0010 (`images.payload_index`).
+/// A schema-9 database made from a current one.
 fn schema_9_sql() -> String {
-    format!(
-        "{} ALTER TABLE images DROP COLUMN payload_index;",
-        schema_10_sql()
-    )
+    undo_down_to(9)
 }
 
-/// Undoes migration 0012: the columns Pi 1.5's subagent runs and usage gave.
-fn schema_11_sql() -> &'static str {
-    "ALTER TABLE subagent_runs DROP COLUMN termination_signal;
-     ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
-     ALTER TABLE usage_records DROP COLUMN cache_write_1h_tokens;
-     ALTER TABLE usage_records DROP COLUMN cost_from_provider;"
+/// SQL that turns a current database into one of schema `version`: each
+/// later migration undone, newest first. The data must need none of what
+/// they added (`synced_sessions` has no 1.x sessions).
+fn undo_down_to(version: usize) -> String {
+    (version + 1..=piidx::store::SCHEMA_VERSION as usize)
+        .rev()
+        .map(undo)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-/// Undoes migrations 0012 and 0011: the shared-text tables,
-/// `chunks.fts_rowid`, and the views 0011 replaced, back to 0001's and 0002's.
-fn schema_10_sql() -> String {
+/// Undoes one migration.
+fn undo(migration: usize) -> String {
     let view = |file: &str, name: &str| {
         let start = file
             .find(&format!("CREATE VIEW {name}"))
@@ -202,38 +201,43 @@ fn schema_10_sql() -> String {
     };
     let init = include_str!("../../migrations/0001_init.sql");
     let subagents = include_str!("../../migrations/0002_subagents.sql");
-    format!(
-        "{} DROP VIEW fts_rows; DROP VIEW v_shared_values; DROP VIEW fts_content; DROP VIEW texts;
-         DROP VIEW messages; DROP TABLE shared_texts; DROP TABLE shared_refs;
-         DROP TABLE shared_chunks; DROP INDEX chunks_fts_rowid;
-         ALTER TABLE chunks DROP COLUMN fts_rowid;
-         {} {} {}",
-        schema_11_sql(),
-        view(init, "fts_content"),
-        view(init, "texts"),
-        view(subagents, "messages"),
-    )
-}
-
-fn schema_9_to_8_sql() -> String {
     let usage = include_str!("../../migrations/0004_usage.sql");
-    let view = |name: &str| {
-        let start = usage
-            .find(&format!("CREATE VIEW {name} AS"))
-            .expect("view in 0004");
-        let len = usage[start..].find(";\n").expect("end of view") + 1;
-        &usage[start..start + len]
-    };
-    format!(
-        "DROP VIEW v_usage_records; DROP VIEW v_tool_calls_dedup;
-         {}\n{}
-         DROP INDEX usage_records_dedupe; DROP INDEX tool_call_meta_call_id;
-         ALTER TABLE usage_records DROP COLUMN copies;
-         ALTER TABLE usage_records DROP COLUMN dedupe_key;
-         ALTER TABLE tool_call_meta DROP COLUMN copies;",
-        view("v_usage_records"),
-        view("v_tool_calls_dedup")
-    )
+    match migration {
+        // The roots table.
+        13 => "DROP TABLE roots;".to_owned(),
+        // The columns Pi 1.5's subagent runs and usage gave.
+        12 => "ALTER TABLE subagent_runs DROP COLUMN termination_signal;
+               ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
+               ALTER TABLE usage_records DROP COLUMN cache_write_1h_tokens;
+               ALTER TABLE usage_records DROP COLUMN cost_from_provider;"
+            .to_owned(),
+        // Shared texts: their tables, `chunks.fts_rowid`, and the views
+        // replaced (back to 0001's and 0002's).
+        11 => format!(
+            "DROP VIEW fts_rows; DROP VIEW v_shared_values; DROP VIEW fts_content; DROP VIEW texts;
+             DROP VIEW messages; DROP TABLE shared_texts; DROP TABLE shared_refs;
+             DROP TABLE shared_chunks; DROP INDEX chunks_fts_rowid;
+             ALTER TABLE chunks DROP COLUMN fts_rowid;
+             {} {} {}",
+            view(init, "fts_content"),
+            view(init, "texts"),
+            view(subagents, "messages"),
+        ),
+        10 => "ALTER TABLE images DROP COLUMN payload_index;".to_owned(),
+        // The `copies` columns, `usage_records.dedupe_key`, their indexes and
+        // the views reading them (back to 0004's).
+        9 => format!(
+            "DROP VIEW v_usage_records; DROP VIEW v_tool_calls_dedup;
+             {}\n{}
+             DROP INDEX usage_records_dedupe; DROP INDEX tool_call_meta_call_id;
+             ALTER TABLE usage_records DROP COLUMN copies;
+             ALTER TABLE usage_records DROP COLUMN dedupe_key;
+             ALTER TABLE tool_call_meta DROP COLUMN copies;",
+            view(usage, "v_usage_records"),
+            view(usage, "v_tool_calls_dedup")
+        ),
+        other => panic!("no undo for migration {other}"),
+    }
 }
 
 /// An old-schema database is refused by queries until `sync` upgrades it in

@@ -1,0 +1,227 @@
+//! Where sessions are kept: the roots a sync walks.
+//!
+//! Pi 1.5.2 writes sessions to its agent directory's `sessions/` (one
+//! directory per cwd), or flat into a custom session directory: the one
+//! `PI_CODING_AGENT_SESSION_DIR` names, else the `sessionDir` setting of a
+//! project's `.pi/settings.json`, else of `<agent dir>/settings.json` (a
+//! leading `~` is the home directory; a relative path is relative to the
+//! directory Pi was started in, the project's cwd). A user's sessions may
+//! sit in several of these over time, so a sync with no `--root` walks
+//! every one that exists, for the cwds the index knows and the current
+//! one, plus every root synced before (remembered in the database's
+//! `roots` table).
+//!
+//! Each root has a layout, which says which files Pi's `listAll()` lists:
+//! `<root>/*/*.jsonl` in the per-cwd layout, `<root>/*.jsonl` in a flat one.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::config::{absolute, expand_tilde};
+
+/// How a root holds its sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// `<root>/<encoded cwd>/<file>.jsonl` (Pi's default `sessions/`).
+    PerCwd,
+    /// `<root>/<file>.jsonl` (a custom session directory).
+    Flat,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::PerCwd => "per_cwd",
+            Layout::Flat => "flat",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Layout> {
+        match text {
+            "per_cwd" => Some(Layout::PerCwd),
+            "flat" => Some(Layout::Flat),
+            _ => None,
+        }
+    }
+
+    /// The depth at which Pi's `listAll()` lists a root's files.
+    pub fn listed_depth(self) -> i64 {
+        match self {
+            Layout::PerCwd => 2,
+            Layout::Flat => 1,
+        }
+    }
+}
+
+/// One directory a sync walks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub path: PathBuf,
+    pub layout: Layout,
+    /// Why it is synced: `user` (`--root`), `env`, `settings`,
+    /// `project_settings`, `default` (`<agent dir>/sessions`).
+    pub origin: &'static str,
+}
+
+/// The agent directory as Pi resolves it: `$PI_CODING_AGENT_DIR`, else
+/// `~/.pi/agent`.
+pub fn agent_dir() -> Option<PathBuf> {
+    match std::env::var("PI_CODING_AGENT_DIR") {
+        Ok(dir) if !dir.is_empty() => Some(expand_tilde(&dir)),
+        _ => home().map(|home| home.join(".pi/agent")),
+    }
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The `sessionDir` of a settings file, if it sets one.
+fn session_dir_setting(settings: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(settings).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value
+        .get("sessionDir")
+        .and_then(serde_json::Value::as_str)
+        .filter(|dir| !dir.trim().is_empty())
+        .map(str::to_owned)
+}
+
+/// A `sessionDir` value as Pi resolves it when started in `cwd`.
+fn resolve_setting(value: &str, cwd: &Path) -> PathBuf {
+    let path = expand_tilde(value);
+    if path.is_absolute() {
+        path
+    } else {
+        cwd.join(path)
+    }
+}
+
+/// Every place Pi 1.5.2 may have written sessions that exists, for the
+/// project `cwds` (the index's and the current directory).
+pub fn defaults(cwds: &[PathBuf]) -> Vec<Root> {
+    let mut roots = Vec::new();
+    let mut add = |path: PathBuf, layout, origin| {
+        let path = absolute(&path);
+        if path.is_dir() && !roots.iter().any(|root: &Root| root.path == path) {
+            roots.push(Root {
+                path,
+                layout,
+                origin,
+            });
+        }
+    };
+    if let Ok(dir) = std::env::var("PI_CODING_AGENT_SESSION_DIR")
+        && !dir.is_empty()
+    {
+        add(expand_tilde(&dir), Layout::Flat, "env");
+    }
+    let agent = agent_dir();
+    let global = agent
+        .as_ref()
+        .and_then(|agent| session_dir_setting(&agent.join("settings.json")));
+    for cwd in cwds {
+        if let Some(dir) = session_dir_setting(&cwd.join(".pi/settings.json")) {
+            add(resolve_setting(&dir, cwd), Layout::Flat, "project_settings");
+        }
+        if let Some(dir) = &global {
+            add(resolve_setting(dir, cwd), Layout::Flat, "settings");
+        }
+    }
+    if let Some(agent) = agent {
+        add(agent.join("sessions"), Layout::PerCwd, "default");
+    }
+    roots
+}
+
+/// A root the user names: flat when it holds `*.jsonl` files itself (a
+/// custom session directory, which may also hold other directories), else
+/// Pi's per-cwd layout, whose sessions are never directly in the root.
+pub fn user_root(path: &Path) -> Root {
+    let path = absolute(path);
+    let flat = std::fs::read_dir(&path).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            entry.file_name().to_string_lossy().ends_with(".jsonl") && entry.path().is_file()
+        })
+    });
+    Root {
+        path,
+        layout: if flat { Layout::Flat } else { Layout::PerCwd },
+        origin: "user",
+    }
+}
+
+/// What an index remembers: the roots synced before, and the cwds of its
+/// sessions (where project settings may name session directories). Read
+/// without opening the index for writing; nothing for a database that is
+/// missing or older than the `roots` table.
+pub fn remembered(db: &Path) -> (Vec<Root>, Vec<PathBuf>) {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let Ok(conn) = rusqlite::Connection::open_with_flags(db, flags) else {
+        return (Vec::new(), Vec::new());
+    };
+    let roots = conn
+        .prepare("SELECT path, layout, origin FROM roots ORDER BY path")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(path, layout, origin)| {
+            Some(Root {
+                path: PathBuf::from(path),
+                layout: Layout::parse(&layout)?,
+                origin: origin_name(&origin),
+            })
+        })
+        .collect();
+    let cwds = conn
+        .prepare("SELECT DISTINCT cwd FROM sessions WHERE cwd <> ''")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |row| row.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    (roots, cwds)
+}
+
+fn origin_name(origin: &str) -> &'static str {
+    match origin {
+        "env" => "env",
+        "settings" => "settings",
+        "project_settings" => "project_settings",
+        "default" => "default",
+        _ => "user",
+    }
+}
+
+/// The roots of a sync with no `--root`: those remembered, then every
+/// place Pi may have written sessions that exists (cwds: the index's and
+/// `current_dir`).
+pub fn for_sync(db: &Path, current_dir: Option<PathBuf>) -> Vec<Root> {
+    let (mut roots, mut cwds) = remembered(db);
+    cwds.extend(current_dir);
+    cwds.sort();
+    cwds.dedup();
+    for root in defaults(&cwds) {
+        if !roots.iter().any(|known| known.path == root.path) {
+            roots.push(root);
+        }
+    }
+    roots
+}

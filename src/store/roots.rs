@@ -1,0 +1,94 @@
+//! The roots table (migration 0013): what `sync` walked, in which layout.
+
+use rusqlite::params;
+
+use super::{Result, Store};
+use crate::roots::{Layout, Root};
+
+/// One remembered root with how much the index holds of it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RootInfo {
+    pub path: String,
+    pub layout: Layout,
+    pub origin: String,
+    pub added_at: String,
+    pub files: i64,
+    pub sessions: i64,
+}
+
+impl Store {
+    /// Records the roots a sync walks (their first layout and origin stay).
+    pub fn remember_roots(&self, roots: &[Root]) -> Result<()> {
+        for root in roots {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO roots(path, layout, origin, added_at)
+                     VALUES (?1, ?2, ?3, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        root.path.to_string_lossy(),
+                        root.layout.name(),
+                        root.origin
+                    ])
+                })
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// Every remembered root, with its file and session counts.
+    pub fn root_infos(&self) -> Result<Vec<RootInfo>> {
+        self.conn
+            .prepare(
+                "SELECT r.path, r.layout, r.origin, r.added_at,
+                        (SELECT count(*) FROM files f WHERE f.root = r.path),
+                        (SELECT count(*) FROM files f JOIN sessions s ON s.file_id = f.file_id
+                          WHERE f.root = r.path)
+                   FROM roots r ORDER BY r.path",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| {
+                    let layout: String = row.get(1)?;
+                    Ok(RootInfo {
+                        path: row.get(0)?,
+                        layout: Layout::parse(&layout).unwrap_or(Layout::PerCwd),
+                        origin: row.get(2)?,
+                        added_at: row.get(3)?,
+                        files: row.get(4)?,
+                        sessions: row.get(5)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(self.err())
+    }
+
+    /// Forgets a root and every row of its files; false when it is not one.
+    pub fn forget_root(&self, path: &str) -> Result<bool> {
+        let known: bool = self
+            .conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM roots WHERE path = ?1)
+                     OR EXISTS (SELECT 1 FROM files WHERE root = ?1)",
+                [path],
+                |row| row.get(0),
+            )
+            .map_err(self.err())?;
+        if !known {
+            return Ok(false);
+        }
+        let files: Vec<i64> = self
+            .conn
+            .prepare("SELECT file_id FROM files WHERE root = ?1")
+            .and_then(|mut stmt| stmt.query_map([path], |row| row.get(0))?.collect())
+            .map_err(self.err())?;
+        for file_id in files {
+            self.remove_file(file_id, false)?;
+        }
+        self.conn
+            .execute("DELETE FROM roots WHERE path = ?1", [path])
+            .map_err(self.err())?;
+        Ok(true)
+    }
+}
