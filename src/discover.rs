@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
 
-use crate::ingest::Target;
+use crate::pipeline::Target;
 use crate::roots::Root;
 
 /// A `.jsonl` path that cannot be read as a file, with the reason.

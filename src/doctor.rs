@@ -296,7 +296,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     let mut states: Vec<FileState> = states.into_values().collect();
     states.sort_by(|a, b| a.path.cmp(&b.path));
     for state in states {
-        if state.status == "deleted" {
+        if state.status == FileStatus::Deleted {
             continue;
         }
         findings.files_checked += 1;
@@ -311,7 +311,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
             file_entries: want.entries,
             file_parse_errors: want.parse_errors,
         };
-        if state.status == "skipped" {
+        if matches!(state.status, FileStatus::Skipped(_)) {
             if have.entries + have.parse_errors > 0 || have.has_session {
                 findings.files_differing.push(diff(
                     "skipped, but rows are indexed for it".into(),

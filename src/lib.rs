@@ -15,6 +15,7 @@ pub mod ingest;
 pub mod normalize;
 pub mod output;
 pub mod parse;
+pub mod pipeline;
 pub mod query;
 pub mod read;
 pub mod roots;

@@ -260,7 +260,7 @@ fn plan(
                     Start::Scratch => 0,
                 };
                 bytes_to_read += target.size.saturating_sub(from);
-                let known = state.is_some_and(|state| state.status == "indexed");
+                let known = state.is_some_and(|state| state.status == FileStatus::Indexed);
                 jobs.push(Job::Read {
                     target,
                     start,
@@ -273,9 +273,9 @@ fn plan(
     for unusable in discovery.unusable {
         seen.insert(unusable.target.path.as_os_str().to_owned());
         let state = states.get(unusable.target.path.as_os_str());
-        if state
-            .is_some_and(|state| state.status == "skipped" && same_stat(state, &unusable.target))
-        {
+        if state.is_some_and(|state| {
+            matches!(state.status, FileStatus::Skipped(_)) && same_stat(state, &unusable.target)
+        }) {
             report.files_unchanged += 1;
         } else {
             jobs.push(Job::Unusable(unusable.target, unusable.reason));
@@ -296,7 +296,7 @@ fn plan(
         .filter(|state| {
             synced_roots.contains(&state.root) && !seen.contains(state.path.as_os_str())
         })
-        .filter(|state| options.prune || state.status != "deleted")
+        .filter(|state| options.prune || state.status != FileStatus::Deleted)
         .map(|state| state.file_id)
         .collect();
     removals.sort_unstable();
@@ -312,14 +312,16 @@ fn start_for(options: &SyncOptions, state: Option<&FileState>, target: &Target) 
     let Some(state) = state else {
         return Some(Start::Scratch);
     };
-    let stale = options.full || state.parser_version != PARSER_VERSION || state.status == "deleted";
+    let stale = options.full
+        || state.parser_version != PARSER_VERSION
+        || state.status == FileStatus::Deleted;
     if stale {
         return Some(Start::Scratch);
     }
     if same_stat(state, target) && state.mtime_ns + RACY_NS < state.seen_ns {
         return None;
     }
-    if state.status != "indexed" {
+    if state.status != FileStatus::Indexed {
         return Some(Start::Scratch);
     }
     Some(Start::Resume(state.cursor.clone(), state.fingerprint))
@@ -422,6 +424,8 @@ fn write_all(
                     report.files_indexed += 1
                 }
                 FileStatus::Indexed => report.files_unchanged += 1,
+                // Only the index says a file was deleted.
+                FileStatus::Deleted => {}
             }
         }
         since_commit += batch.bytes + 1;

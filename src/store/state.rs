@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use rusqlite::Row;
 
 use super::{Result, Store};
-use crate::ingest::{Cursor, SessionFacts};
+use crate::pipeline::{Cursor, FileStatus, SessionFacts};
 use crate::read::Fingerprint;
 
 /// One `files` row, with the cursor needed to resume it.
@@ -16,7 +16,7 @@ pub struct FileState {
     pub file_id: i64,
     pub path: PathBuf,
     pub root: String,
-    pub status: String,
+    pub status: FileStatus,
     pub dev: i64,
     pub ino: i64,
     pub size: u64,
@@ -38,7 +38,7 @@ impl Store {
                 "SELECT f.file_id, f.path, f.root, f.status, f.dev, f.ino, f.size, f.mtime_ns,
                         f.parser_version, f.offset, f.line_count, f.object_count, f.tail_open,
                         f.last_entry_id, f.head_len, f.head_hash, f.anchor_hash,
-                        s.session_id, s.version, s.entry_count, f.seen_ns
+                        s.session_id, s.version, s.entry_count, f.seen_ns, f.skip_reason
                  FROM files f LEFT JOIN sessions s ON s.file_id = f.file_id",
             )
             .map_err(self.err())?;
@@ -59,7 +59,7 @@ fn file_state(row: &Row<'_>) -> rusqlite::Result<FileState> {
         file_id: row.get(0)?,
         path: PathBuf::from(row.get::<_, String>(1)?),
         root: row.get(2)?,
-        status: row.get(3)?,
+        status: FileStatus::stored(&row.get::<_, String>(3)?, row.get(21)?),
         dev: row.get::<_, Option<i64>>(4)?.unwrap_or(0),
         ino: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
         size: row.get::<_, i64>(6)?.max(0) as u64,

@@ -9,8 +9,8 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::{Result, Store};
-use crate::ingest::{Batch, FileStatus, LineError};
 use crate::normalize::{Detail, Entry, Header};
+use crate::pipeline::{Batch, FileStatus, LineError};
 
 /// Rows a batch added.
 #[derive(Debug, Default, Clone, Copy)]

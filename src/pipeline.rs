@@ -1,0 +1,114 @@
+//! The values that flow between the stages of a sync: what discovery found
+//! (`Target`), how far a file is indexed (`Cursor`), and what one file's
+//! reader hands the writer (`Batch`). Their own module, so that no stage
+//! imports another stage to name them.
+
+use std::path::PathBuf;
+
+use crate::normalize::{Entry, Header};
+use crate::read::Fingerprint;
+
+/// Where the indexed part of a file ends and what is known about it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cursor {
+    /// Byte offset after the last consumed line.
+    pub offset: u64,
+    pub line_count: i64,
+    /// Objects Pi itself would parse so far (header included).
+    pub object_count: i64,
+    /// The last consumed line had no `\n` (it parsed as complete JSON).
+    pub tail_open: bool,
+    pub last_entry_id: Option<String>,
+    pub session: Option<SessionFacts>,
+    pub entry_count: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionFacts {
+    pub session_id: String,
+    pub legacy_v1: bool,
+}
+
+/// A file on disk as discovery saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub path: PathBuf,
+    pub root: String,
+    pub rel_path: String,
+    /// 1: directly in the root; 2: `<root>/<dir>/x.jsonl`.
+    pub depth: i64,
+    /// Pi's `listAll()` lists it: at the depth its root's layout lists.
+    pub listed: bool,
+    pub dev: i64,
+    pub ino: i64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// Wall-clock time of the `stat` (Unix ns): a file modified shortly
+    /// before it was seen may change again within the same mtime tick.
+    pub seen_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileStatus {
+    /// A session; rows are being or have been written.
+    Indexed,
+    /// No complete JSON object yet (empty, or only a torn line).
+    Pending,
+    /// Not a session; the reason says why.
+    Skipped(String),
+    /// Could not be read this time (permissions, I/O): what the index holds
+    /// for it is left as it was.
+    Unreadable(String),
+    /// Gone from disk, its rows kept (`sync --keep-deleted`).
+    Deleted,
+}
+
+impl FileStatus {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FileStatus::Indexed => "indexed",
+            FileStatus::Pending => "pending",
+            FileStatus::Skipped(_) => "skipped",
+            FileStatus::Unreadable(_) => "unreadable",
+            FileStatus::Deleted => "deleted",
+        }
+    }
+
+    /// The status stored in `files` (`skip_reason` completes `skipped`).
+    pub fn stored(name: &str, skip_reason: Option<String>) -> FileStatus {
+        match name {
+            "indexed" => FileStatus::Indexed,
+            "pending" => FileStatus::Pending,
+            "deleted" => FileStatus::Deleted,
+            _ => FileStatus::Skipped(skip_reason.unwrap_or_default()),
+        }
+    }
+}
+
+/// A line that could not be indexed (or needed repair).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError {
+    pub line_no: i64,
+    pub byte_offset: i64,
+    pub byte_len: i64,
+    pub reason: String,
+    pub excerpt: Option<String>,
+}
+
+/// What the writer applies in one go: rows plus the cursor after them.
+#[derive(Debug)]
+pub struct Batch {
+    pub target: Target,
+    /// Replace every row the file had before this batch.
+    pub reset: bool,
+    pub header: Option<Header>,
+    pub entries: Vec<Entry>,
+    pub errors: Vec<LineError>,
+    pub cursor: Cursor,
+    pub fingerprint: Fingerprint,
+    pub status: FileStatus,
+    /// Bytes of the file this batch covers.
+    pub bytes: u64,
+    /// The file's last batch of this sync.
+    pub last: bool,
+}
