@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::normalize;
-use crate::store::{ArtifactRow, Store, StoreError};
+use crate::store::{ArtifactRow, StoreError, Writer};
 
 /// Artifact text kept for search is cut at this many bytes.
 const TEXT_CAP: u64 = 16 << 20;
@@ -34,7 +34,7 @@ pub struct ArtifactReport {
 }
 
 /// Indexes the artifact directories of every root and relinks runs.
-pub fn sync(store: &Store, roots: &[PathBuf], full: bool) -> Result<ArtifactReport, StoreError> {
+pub fn sync(store: &Writer, roots: &[PathBuf], full: bool) -> Result<ArtifactReport, StoreError> {
     let states = store.artifact_states()?;
     let mut report = ArtifactReport::default();
     let mut seen = HashSet::new();

@@ -13,7 +13,7 @@ use crate::cli::{
     SubagentsArgs, SyncArgs, ToolsArgs, TreeArgs, UsageArgs, UsageBy,
 };
 use piidx::output::{self, Format};
-use piidx::store::Store;
+use piidx::store::{Index, Writer};
 use piidx::sync::{SyncError, SyncOptions};
 use piidx::{config, query, roots};
 
@@ -51,7 +51,7 @@ fn roots_command(db: PathBuf, args: crate::cli::RootsArgs) -> Result<ExitCode> {
     if let Some(path) = &args.forget {
         let path = config::absolute(path);
         let _lock = piidx::sync::acquire_lock(&db, Duration::from_secs(10))?;
-        let store = Store::open_for_sync(&db)?;
+        let store = Writer::open(&db)?;
         store.start_fts(None)?;
         store.begin()?;
         let known = store.forget_root(&path.to_string_lossy())?;
@@ -67,7 +67,7 @@ fn roots_command(db: PathBuf, args: crate::cli::RootsArgs) -> Result<ExitCode> {
         println!("forgot {} and its rows", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     let roots = store.root_infos()?;
     let mut out = buffered_stdout();
     if args.json {
@@ -171,7 +171,7 @@ fn sync(db: PathBuf, args: SyncArgs) -> Result<ExitCode> {
 }
 
 fn sql(db: PathBuf, args: SqlArgs) -> Result<ExitCode> {
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     let rows = query::sql::run(&store, &args.query)
         .with_context(|| format!("query failed on {}", db.display()))?;
     let format = Format::choose(args.json, args.csv);
@@ -237,7 +237,7 @@ fn doctor(db: PathBuf, args: DoctorArgs) -> Result<ExitCode> {
 }
 
 fn subagents(db: PathBuf, args: SubagentsArgs) -> Result<ExitCode> {
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     let query = query::subagents::SubagentsQuery {
         agent: args.agent,
         since: args.since,
@@ -283,7 +283,7 @@ fn usage(db: PathBuf, args: UsageArgs) -> Result<ExitCode> {
         tz,
         prices,
     };
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     let report = usage::run(&store, &options)
         .with_context(|| format!("usage query failed on {}", db.display()))?;
     for warning in &report.warnings {
@@ -317,7 +317,7 @@ fn tools(db: PathBuf, args: ToolsArgs) -> Result<ExitCode> {
         crate::cli::ToolsBy::Session => ToolsBy::Session,
         crate::cli::ToolsBy::Project => ToolsBy::Project,
     };
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     let stats = tools::run(&store, by, args.since.as_deref())
         .with_context(|| format!("tools query failed on {}", db.display()))?;
     let format = Format::choose(args.json, args.csv);
@@ -328,7 +328,7 @@ fn tools(db: PathBuf, args: ToolsArgs) -> Result<ExitCode> {
 }
 
 fn sessions(db: PathBuf, args: SessionsArgs) -> Result<ExitCode> {
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     let since_ms = match &args.since {
         None => None,
         Some(text) => Some(piidx::time::parse_date_ms(text).ok_or_else(|| {
@@ -357,7 +357,7 @@ fn sessions(db: PathBuf, args: SessionsArgs) -> Result<ExitCode> {
 }
 
 fn load_tree(db: &std::path::Path, session: &str) -> Result<query::tree::SessionTree> {
-    let store = Store::open_read_only(db)?;
+    let store = Index::open(db)?;
     Ok(store.in_snapshot(|store| {
         let found = query::tree::resolve(store, session)?;
         query::tree::SessionTree::load(store, found)
@@ -403,7 +403,7 @@ fn tree(db: PathBuf, args: TreeArgs) -> Result<ExitCode> {
 }
 
 fn export(db: PathBuf, args: ExportArgs) -> Result<ExitCode> {
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     store.in_snapshot(|store| -> Result<()> {
         let found = query::tree::resolve(store, &args.session)?;
         match &args.output {
@@ -451,7 +451,7 @@ fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
     };
     // The shards' own connections open while this thread opens the main one.
     let shard_connections = ShardConnections::open(&db, &options);
-    let store = Store::open_read_only(&db)?;
+    let store = Index::open(&db)?;
     let mut hits = query::search::search(&store, shard_connections, &options)?;
     let mut out = buffered_stdout();
     let colour = !args.json && std::io::stdout().is_terminal();

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::ingest::{self, FileStatus, IngestOptions, Start, Target};
 use crate::read::Fingerprint;
 use crate::roots::Root;
-use crate::store::{APPLICATION_ID, FileState, SCHEMA_VERSION, Store, StoreError};
+use crate::store::{APPLICATION_ID, FileState, SCHEMA_VERSION, StoreError, Writer};
 use crate::sync::{self, SyncError, SyncOptions};
 
 #[derive(Debug, Clone)]
@@ -184,7 +184,7 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
         report.backup = Some(backup.display().to_string());
     } else {
         if findings.schema_outdated {
-            Store::open_for_sync(db)?;
+            Writer::open(db)?;
             report
                 .fixed
                 .push(format!("upgraded the schema to {SCHEMA_VERSION}"));
@@ -199,7 +199,7 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
                 findings.files_differing.len()
             ));
         }
-        let store = Store::open_for_doctor(db)?;
+        let store = Writer::open_for_doctor(db)?;
         if findings.fts.is_some() || store.fts_check().is_some() {
             store.rebuild_fts()?;
             report.fixed.push("rebuilt the full-text index".into());
@@ -238,7 +238,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
             Err(err.into())
         }
     };
-    let store = match Store::open_for_doctor(db) {
+    let store = match Writer::open_for_doctor(db) {
         Ok(store) => store,
         Err(err) => {
             broken(err, &mut findings)?;
@@ -402,7 +402,7 @@ fn same_stat(state: &FileState, size: u64, mtime_ns: i64) -> bool {
 
 /// Re-reads a whole file; `Err` says why it cannot be compared (gone,
 /// rewritten, unreadable).
-fn recount(store: &Store, state: &FileState, max_line_bytes: usize) -> Result<Recount, String> {
+fn recount(store: &Writer, state: &FileState, max_line_bytes: usize) -> Result<Recount, String> {
     use std::os::unix::fs::MetadataExt;
     let stop = state.cursor.offset;
     let file = match File::open(&state.path) {
@@ -516,7 +516,7 @@ fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<Root>) -> SyncOpt
 
 /// Marks the files stale and syncs their roots (we hold the lock).
 fn reindex(options: &DoctorOptions, diffs: &[FileDiff]) -> Result<(), DoctorError> {
-    let store = Store::open_for_doctor(&options.db)?;
+    let store = Writer::open_for_doctor(&options.db)?;
     let ids: Vec<i64> = diffs.iter().map(|diff| diff.file_id).collect();
     store.mark_for_reindex(&ids)?;
     drop(store);
@@ -554,7 +554,7 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     let db = &options.db;
     let _ = findings;
     let mut roots: BTreeSet<PathBuf> = options.roots.iter().cloned().collect();
-    if let Ok(store) = Store::open_for_doctor(db)
+    if let Ok(store) = Writer::open_for_doctor(db)
         && let Ok(recorded) = store.roots()
     {
         roots.extend(recorded.into_iter().map(PathBuf::from));
@@ -568,7 +568,7 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     let remove_tmp = || crate::store::remove_database(&tmp);
     remove_tmp();
     let built = sync::run_locked(&sync_options(options, &tmp, roots)).and_then(|_| {
-        let store = Store::open_for_doctor(&tmp)?;
+        let store = Writer::open_for_doctor(&tmp)?;
         store.checkpoint()?;
         Ok(())
     });

@@ -23,7 +23,7 @@ use crate::discover::{self, Discovery};
 use crate::ingest::{self, Batch, FileStatus, IngestOptions, PARSER_VERSION, Start, Target};
 use crate::read::Fingerprint;
 use crate::roots::Root;
-use crate::store::{FileState, Store, StoreError};
+use crate::store::{FileState, StoreError, Writer};
 
 /// A file modified less than this long before it was last seen is checked
 /// again (by fingerprint) even if its stat is unchanged: filesystems with
@@ -221,8 +221,8 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
 }
 
 /// The database ready for writing, with what it knows of every file.
-fn open_index(options: &SyncOptions) -> Result<(Store, HashMap<OsString, FileState>), SyncError> {
-    let store = Store::open_for_sync(&options.db)?;
+fn open_index(options: &SyncOptions) -> Result<(Writer, HashMap<OsString, FileState>), SyncError> {
+    let store = Writer::open(&options.db)?;
     store.start_fts(options.fts_shards)?;
     let states = store.file_states()?;
     Ok((store, states))
@@ -384,7 +384,7 @@ fn last_batch(target: Target, status: FileStatus) -> Batch {
 }
 
 fn write_all(
-    store: &Store,
+    store: &Writer,
     receiver: Receiver<Batch>,
     progress: &ProgressBar,
     total_files: usize,

@@ -14,7 +14,7 @@ use std::io::Write;
 use serde_json::Value;
 
 use super::tree::{SessionRef, ViewError};
-use crate::store::{Store, restore_entry};
+use crate::store::{Index, restore_entry};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
@@ -35,7 +35,7 @@ pub enum ExportError {
 
 /// Writes the session as JSONL to `out`; returns the number of entry lines.
 pub fn export(
-    store: &Store,
+    store: &Index,
     session: &SessionRef,
     out: &mut dyn Write,
 ) -> Result<u64, ExportError> {

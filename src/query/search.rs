@@ -29,7 +29,7 @@ use serde::Serialize;
 use super::chunk_text;
 use super::rank;
 use super::search_query::{Translated, has_unspaced_script, translate};
-use crate::store::Store;
+use crate::store::Index;
 use crate::time::{format_iso_ms, parse_day, parse_iso_ms};
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.
@@ -360,7 +360,7 @@ const HIT_COLUMNS: &str =
 /// Runs a search and returns at most `options.limit` hits. `store` queries
 /// the first shard, `shard_connections` the others.
 pub fn search(
-    store: &Store,
+    store: &Index,
     mut shard_connections: ShardConnections,
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, SearchError> {
@@ -861,7 +861,7 @@ impl ShardWorker {
 
 /// The connection a `ShardWorker`'s thread holds: in memory, with its
 /// shard attached as `fts<shard>` and `rank::FUNCTION`; the index itself is
-/// attached (`Store::attach_index`) when a query first needs its tables. Most
+/// attached (`Index::attach_to`) when a query first needs its tables. Most
 /// need the shard alone, and reading the index's schema is most of opening
 /// it: on two cores, that work slowed the main connection's own opening.
 struct ShardConnection {
@@ -884,7 +884,7 @@ impl ShardConnection {
 
     fn connection(&mut self, needs_index: bool) -> Result<&rusqlite::Connection, SearchError> {
         if needs_index && !self.index {
-            Store::attach_index(&self.conn, &self.db)?;
+            Index::attach_to(&self.conn, &self.db)?;
             self.index = true;
         }
         Ok(&self.conn)
@@ -895,7 +895,7 @@ impl ShardConnection {
 /// (`needs_index`: the queries read the index's tables, not only the
 /// shards). There are never more jobs than connections.
 fn on_connections<J, T>(
-    store: &Store,
+    store: &Index,
     extra: &[ShardWorker],
     jobs: Vec<J>,
     needs_index: bool,
@@ -939,7 +939,7 @@ fn thread_stopped() -> SearchError {
 /// `restricted`: the queries keep the chunks of some sessions only, which
 /// they read in the index.
 fn shard_matches(
-    store: &Store,
+    store: &Index,
     extra: &[ShardWorker],
     sqls: &[String],
     params: &[SqlValue],
@@ -981,7 +981,7 @@ struct Weighing {
 /// Big batches (filters that reject most matches) are split over the
 /// shards' connections.
 fn weigh(
-    store: &Store,
+    store: &Index,
     extra: &[ShardWorker],
     lookup: &str,
     weighing: &mut Weighing,
@@ -1082,7 +1082,7 @@ fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
 /// `--sort recent`'s stage 1: every shard's query, merged newest first,
 /// `fetch` kept.
 fn run_recent(
-    store: &Store,
+    store: &Index,
     extra: &[ShardWorker],
     sqls: &[String],
     params: &[SqlValue],

@@ -11,7 +11,7 @@ use rusqlite::types::Value as SqlValue;
 use serde_json::{Map, Value};
 
 use crate::output::Rows;
-use crate::store::Store;
+use crate::store::Index;
 use crate::time::format_iso_ms;
 
 /// Filters for `piidx sessions`.
@@ -48,7 +48,7 @@ pub struct SessionInfo {
 /// `SessionManager.listAll()`: ties keep the order Pi read the files in, by
 /// mtime (newest first; not in a flat session directory, which Pi reads by
 /// name only), then file name, descending (`pi_name_order`).
-pub fn list(store: &Store, query: &SessionsQuery) -> rusqlite::Result<Vec<SessionInfo>> {
+pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<SessionInfo>> {
     let mut sql = String::from(
         "SELECT s.file_path, s.session_id,
                 CASE WHEN json_type(s.header_raw, '$.cwd') = 'text'

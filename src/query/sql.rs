@@ -4,7 +4,7 @@ use rusqlite::types::ValueRef;
 use serde_json::Value;
 
 use crate::output::Rows;
-use crate::store::Store;
+use crate::store::Index;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SqlError {
@@ -17,7 +17,7 @@ pub enum SqlError {
 /// Runs `query` and returns every row.
 /// The full-text shards are attached as `fts0`, `fts1`, ... when they
 /// exist; a query that does not use them runs without them.
-pub fn run(store: &Store, query: &str) -> Result<Rows, SqlError> {
+pub fn run(store: &Index, query: &str) -> Result<Rows, SqlError> {
     let _ = store.attach_fts();
     let conn = store.connection();
     let mut stmt = conn.prepare(query)?;

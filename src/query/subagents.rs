@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::output::{Rows, shorten};
 use crate::query::sql::to_json;
-use crate::store::Store;
+use crate::store::Index;
 use crate::time::format_iso_ms;
 
 /// Tasks are cut to this many characters in table output.
@@ -30,7 +30,7 @@ pub enum SubagentsError {
 }
 
 /// The runs matching `query`, newest first.
-pub fn run(store: &Store, query: &SubagentsQuery) -> Result<Rows, SubagentsError> {
+pub fn run(store: &Index, query: &SubagentsQuery) -> Result<Rows, SubagentsError> {
     let since = match &query.since {
         Some(text) => Some(
             crate::time::parse_date_ms(text)

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::output::Rows;
 use crate::query::tz;
-use crate::store::Store;
+use crate::store::Index;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolsBy {
@@ -41,7 +41,7 @@ pub struct ToolStats {
     pub largest: Option<String>,
 }
 
-pub fn run(store: &Store, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolStats>, ToolsError> {
+pub fn run(store: &Index, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolStats>, ToolsError> {
     let since_ms = match since {
         Some(text) => {
             Some(tz::parse_day(text).ok_or_else(|| ToolsError::Date(text.to_owned()))? * 86_400_000)

@@ -14,7 +14,7 @@ use std::path::Path;
 use rusqlite::OptionalExtension;
 use serde_json::Value;
 
-use crate::store::Store;
+use crate::store::Index;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ViewError {
@@ -66,7 +66,7 @@ pub struct SessionRef {
 }
 
 /// Resolves a file path, a session id, or a unique session id prefix.
-pub fn resolve(store: &Store, arg: &str) -> Result<SessionRef, ViewError> {
+pub fn resolve(store: &Index, arg: &str) -> Result<SessionRef, ViewError> {
     let conn = store.connection();
     let by_path = |path: &str| -> rusqlite::Result<Option<SessionRef>> {
         conn.query_row(
@@ -170,18 +170,18 @@ pub struct SessionTree {
 
 impl SessionTree {
     /// The session's tree; image payloads stay out (see `images`).
-    pub fn load(store: &Store, session: SessionRef) -> Result<SessionTree, ViewError> {
+    pub fn load(store: &Index, session: SessionRef) -> Result<SessionTree, ViewError> {
         Self::load_entries(store, session, false)
     }
 
     /// The session's tree with every entry whole, image payloads included:
     /// the entries Pi has.
-    pub fn load_whole(store: &Store, session: SessionRef) -> Result<SessionTree, ViewError> {
+    pub fn load_whole(store: &Index, session: SessionRef) -> Result<SessionTree, ViewError> {
         Self::load_entries(store, session, true)
     }
 
     fn load_entries(
-        store: &Store,
+        store: &Index,
         session: SessionRef,
         with_images: bool,
     ) -> Result<SessionTree, ViewError> {

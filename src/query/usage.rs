@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::output::Rows;
 use crate::query::tz::{self, Tz};
-use crate::store::Store;
+use crate::store::Index;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupBy {
@@ -140,7 +140,7 @@ pub struct UsageReport {
 
 const NONE_KEY: &str = "(none)";
 
-pub fn run(store: &Store, options: &UsageOptions) -> Result<UsageReport, UsageError> {
+pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageError> {
     let conn = store.connection();
     let (since_ms, until_ms) = bounds(options)?;
     let mut report = UsageReport::default();

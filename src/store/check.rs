@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{Result, Store, sqlite_error};
+use super::{Result, Writer, sqlite_error};
 
 /// What a database says it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub fn unfinished_writes(db: &Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-impl Store {
+impl Writer {
     /// Opens an existing database read-write (never creating it) without
     /// checking or migrating its schema, so `doctor` can look at anything.
     pub fn open_for_doctor(path: &Path) -> Result<Self> {
@@ -70,7 +70,7 @@ impl Store {
         };
         conn.busy_timeout(Duration::from_secs(10))
             .map_err(sqlite_error(path))?;
-        Ok(Store::wrap(conn, path))
+        Ok(Writer::wrap(conn, path))
     }
 
     pub fn identity(&self) -> Result<Identity> {

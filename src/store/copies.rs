@@ -16,7 +16,7 @@
 //! note every key whose rows were inserted or deleted, or whose session's
 //! creation time was (re)written; each commit recomputes those keys only.
 
-use super::{Result, Store};
+use super::{Result, Writer};
 
 /// Temporary tables and triggers of the writer's connection (`temp` schema:
 /// invisible to other connections, gone when it closes).
@@ -152,7 +152,7 @@ pub(super) fn refresh(conn: &rusqlite::Connection, scope: Scope) -> rusqlite::Re
     Ok(())
 }
 
-impl Store {
+impl Writer {
     /// Installs the triggers that note touched keys; for the sync connection,
     /// after migrations.
     pub(super) fn track_copies(&self) -> Result<()> {

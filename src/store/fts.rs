@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Result, Store, StoreError, sqlite_error, uri_path, with_suffix};
+use super::{Result, StoreError, Writer, sqlite_error, uri_path, with_suffix};
 
 /// `PRAGMA application_id` of shard files ("piis").
 const SHARD_APPLICATION_ID: i64 = 0x7069_6973;
@@ -116,6 +116,23 @@ fn remove_shard_file(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The shard configuration of the database on `conn`; `None` before its
+/// first sync (of schema 6 or later).
+pub(super) fn read_shard_config(conn: &Connection) -> rusqlite::Result<Option<ShardConfig>> {
+    conn.query_row(
+        "SELECT shards, db_id, last_chunk_id FROM fts_shards",
+        [],
+        |row| {
+            Ok(ShardConfig {
+                shards: row.get::<_, i64>(0)?.max(1) as usize,
+                db_id: row.get(1)?,
+                last_chunk_id: row.get(2)?,
+            })
+        },
+    )
+    .optional()
+}
+
 /// A fresh identifier for a set of shard files.
 fn new_db_id(db: &Path) -> String {
     let nanos = std::time::SystemTime::now()
@@ -125,25 +142,7 @@ fn new_db_id(db: &Path) -> String {
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
 }
 
-impl Store {
-    /// The shard configuration; `None` before the first sync of schema 6.
-    pub fn shard_config(&self) -> Result<Option<ShardConfig>> {
-        self.conn
-            .query_row(
-                "SELECT shards, db_id, last_chunk_id FROM fts_shards",
-                [],
-                |row| {
-                    Ok(ShardConfig {
-                        shards: row.get::<_, i64>(0)?.max(1) as usize,
-                        db_id: row.get(1)?,
-                        last_chunk_id: row.get(2)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(self.err())
-    }
-
+impl Writer {
     /// Reads the configuration, creating it on first use; `wanted` (a shard
     /// count different from the recorded one) or `reset` start new, empty
     /// shard files, which the next `start_fts` fills from the chunks.

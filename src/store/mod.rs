@@ -1,9 +1,11 @@
 //! Stage 5 and 6: the SQLite database. The only module that speaks SQL.
 //!
-//! `Store::open_for_sync` opens read-write, refuses databases that are not
-//! piidx's or are newer than this build, and upgrades older ones in place.
-//! `Store::open_read_only` is for every query command: it never writes, so it
-//! works while a sync runs (WAL) and on read-only media.
+//! Two handles, so that "one writer" is a fact of the types: `Writer::open`
+//! opens read-write, refuses databases that are not piidx's or are newer
+//! than this build, and upgrades older ones in place; only `sync` (and the
+//! commands that hold its lock) has one. `Index::open` is every query
+//! command's: it never writes, so it works while a sync runs (WAL) and on
+//! read-only media.
 
 mod check;
 mod copies;
@@ -111,54 +113,19 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// An open piidx database.
-pub struct Store {
+/// The read handle of an index: every query command's. It never writes
+/// (a hot journal aside, see `recovering`), so it works while a sync runs
+/// (WAL) and on read-only media.
+pub struct Index {
     conn: Connection,
     path: PathBuf,
-    /// Chunks of the open transaction: the shards get them after commit.
-    pending_fts: RefCell<Vec<fts::FtsRow>>,
-    /// Chunk ids deleted in the open transaction.
-    pending_deletes: RefCell<Vec<i64>>,
-    /// The next chunk id to hand out; 0 until read from the database.
-    next_chunk_id: Cell<i64>,
-    /// Writer threads of the full-text shards, during a sync.
-    shards: RefCell<Option<fts::ShardWriters>>,
     /// Opened with `immutable=1` (read-only media).
     immutable: bool,
 }
 
-impl Store {
-    fn wrap(conn: Connection, path: &Path) -> Store {
-        Store {
-            conn,
-            path: path.to_owned(),
-            pending_fts: Default::default(),
-            pending_deletes: Default::default(),
-            next_chunk_id: Cell::new(0),
-            shards: Default::default(),
-            immutable: false,
-        }
-    }
-
-    /// Opens (creating if needed) and migrates the database for writing.
-    pub fn open_for_sync(path: &Path) -> Result<Self> {
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-                path: path.to_owned(),
-                source,
-            })?;
-        }
-        let conn = Connection::open(path).map_err(sqlite_error(path))?;
-        let mut store = Store::wrap(conn, path);
-        schema::check_identity(&store.conn, path)?;
-        store.configure(false)?;
-        schema::migrate(&mut store.conn, path)?;
-        store.track_copies()?;
-        Ok(store)
-    }
-
+impl Index {
     /// Opens an existing, current database without ever writing to it.
-    pub fn open_read_only(path: &Path) -> Result<Self> {
+    pub fn open(path: &Path) -> Result<Self> {
         if !path.exists() {
             return Err(StoreError::Missing {
                 path: path.to_owned(),
@@ -171,10 +138,14 @@ impl Store {
             Connection::open_with_flags(path, flags)
                 .map_err(sqlite_error(path))
                 .and_then(|conn| {
-                    let store = Store::wrap(conn, path);
-                    store.configure(true)?;
-                    schema::check_readable(&store.conn, path)?;
-                    Ok(store)
+                    let index = Index {
+                        conn,
+                        path: path.to_owned(),
+                        immutable: false,
+                    };
+                    index.configure()?;
+                    schema::check_readable(&index.conn, path)?;
+                    Ok(index)
                 })
         });
         match opened {
@@ -185,11 +156,41 @@ impl Store {
         }
     }
 
+    /// On read-only media SQLite cannot create the `-shm` file a WAL
+    /// database needs; with no `-wal` present nobody can be writing, so the
+    /// file is opened as immutable.
+    fn open_immutable(path: &Path) -> Result<Self> {
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(uri, flags).map_err(sqlite_error(path))?;
+        let index = Index {
+            conn,
+            path: path.to_owned(),
+            immutable: true,
+        };
+        index.configure()?;
+        schema::check_readable(&index.conn, path)?;
+        Ok(index)
+    }
+
+    fn configure(&self) -> Result<()> {
+        self.conn
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(sqlite_error(&self.path))?;
+        self.conn
+            .execute_batch(
+                "PRAGMA query_only = 1; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;",
+            )
+            .map_err(sqlite_error(&self.path))
+    }
+
     /// Attaches the database at `path` read-only, as `idx`, to `conn`, whose
     /// main database is another (a search's extra connection, in memory):
     /// its tables are then found by their plain names. On read-only media
-    /// as `open_read_only` opens it.
-    pub fn attach_index(conn: &Connection, path: &Path) -> Result<()> {
+    /// as `open` opens it.
+    pub fn attach_to(conn: &Connection, path: &Path) -> Result<()> {
         let attach = |mode: &str| -> Result<()> {
             conn.execute(
                 "ATTACH DATABASE ?1 AS idx",
@@ -219,34 +220,104 @@ impl Store {
         }
     }
 
-    /// On read-only media SQLite cannot create the `-shm` file a WAL
-    /// database needs; with no `-wal` present nobody can be writing, so the
-    /// file is opened as immutable.
-    fn open_immutable(path: &Path) -> Result<Self> {
-        let uri = format!("file:{}?immutable=1", uri_path(path));
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(uri, flags).map_err(sqlite_error(path))?;
-        let mut store = Store::wrap(conn, path);
-        store.immutable = true;
-        store.configure(true)?;
-        schema::check_readable(&store.conn, path)?;
-        Ok(store)
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
-    fn configure(&self, read_only: bool) -> Result<()> {
+    /// The connection, for the query modules (they only read).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Runs `read` in one read transaction. Each statement on its own reads
+    /// the database as it is then; inside, all of them read one snapshot, so
+    /// a sync that commits meanwhile (say, removing the session just looked
+    /// up) is not seen at all.
+    pub fn in_snapshot<T, E: From<rusqlite::Error>>(
+        &self,
+        read: impl FnOnce(&Index) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let snapshot = self.conn.unchecked_transaction()?;
+        let result = read(self)?;
+        snapshot.commit()?;
+        Ok(result)
+    }
+
+    /// How the full-text index is split; `None` before the first sync.
+    pub fn shard_config(&self) -> Result<Option<ShardConfig>> {
+        fts::read_shard_config(&self.conn).map_err(sqlite_error(&self.path))
+    }
+
+    /// Attaches the full-text shards to this connection and returns their
+    /// schema names (`fts0`, `fts1`, ...).
+    pub fn attach_fts(&self) -> Result<Vec<String>> {
+        let config = self
+            .shard_config()?
+            .ok_or_else(|| StoreError::ShardMissing {
+                path: shard_path(&self.path, 0),
+            })?;
+        attach_shards(&self.conn, &self.path, &config, self.immutable)
+    }
+
+    pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        sqlite_error(&self.path)
+    }
+}
+
+/// The one writer of an index, for `sync` (and `doctor --fix`, `roots
+/// --forget`, which hold the sync lock too): it owns the transaction, the
+/// queue of full-text rows for the shards and their writer threads.
+pub struct Writer {
+    conn: Connection,
+    path: PathBuf,
+    /// Chunks of the open transaction: the shards get them after commit.
+    pending_fts: RefCell<Vec<fts::FtsRow>>,
+    /// Chunk ids deleted in the open transaction.
+    pending_deletes: RefCell<Vec<i64>>,
+    /// The next chunk id to hand out; 0 until read from the database.
+    next_chunk_id: Cell<i64>,
+    /// Writer threads of the full-text shards, during a sync.
+    shards: RefCell<Option<fts::ShardWriters>>,
+}
+
+impl Writer {
+    fn wrap(conn: Connection, path: &Path) -> Writer {
+        Writer {
+            conn,
+            path: path.to_owned(),
+            pending_fts: Default::default(),
+            pending_deletes: Default::default(),
+            next_chunk_id: Cell::new(0),
+            shards: Default::default(),
+        }
+    }
+
+    /// Opens (creating if needed) and migrates the database for writing.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: path.to_owned(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(sqlite_error(path))?;
+        let mut writer = Writer::wrap(conn, path);
+        schema::check_identity(&writer.conn, path)?;
+        writer.configure()?;
+        schema::migrate(&mut writer.conn, path)?;
+        writer.track_copies()?;
+        Ok(writer)
+    }
+
+    fn configure(&self) -> Result<()> {
         self.conn
             .busy_timeout(Duration::from_secs(10))
             .map_err(sqlite_error(&self.path))?;
-        let pragmas = if read_only {
-            "PRAGMA query_only = 1; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;"
-        } else {
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
-             PRAGMA cache_size = -16384; PRAGMA journal_size_limit = 67108864; PRAGMA foreign_keys = OFF;"
-        };
         self.conn
-            .execute_batch(pragmas)
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
+                 PRAGMA cache_size = -16384; PRAGMA journal_size_limit = 67108864; PRAGMA foreign_keys = OFF;",
+            )
             .map_err(sqlite_error(&self.path))
     }
 
@@ -292,34 +363,9 @@ impl Store {
         &self.path
     }
 
-    /// The raw connection, for the query modules (they only read).
-    pub fn connection(&self) -> &Connection {
-        &self.conn
-    }
-
-    /// Runs `read` in one read transaction. Each statement on its own reads
-    /// the database as it is then; inside, all of them read one snapshot, so
-    /// a sync that commits meanwhile (say, removing the session just looked
-    /// up) is not seen at all.
-    pub fn in_snapshot<T, E: From<rusqlite::Error>>(
-        &self,
-        read: impl FnOnce(&Store) -> std::result::Result<T, E>,
-    ) -> std::result::Result<T, E> {
-        let snapshot = self.conn.unchecked_transaction()?;
-        let result = read(self)?;
-        snapshot.commit()?;
-        Ok(result)
-    }
-
-    /// Attaches the full-text shards to this (read-only) connection and
-    /// returns their schema names (`fts0`, `fts1`, ...).
-    pub fn attach_fts(&self) -> Result<Vec<String>> {
-        let config = self
-            .shard_config()?
-            .ok_or_else(|| StoreError::ShardMissing {
-                path: shard_path(&self.path, 0),
-            })?;
-        attach_shards(&self.conn, &self.path, &config, self.immutable)
+    /// How the full-text index is split; `None` before the first sync.
+    pub fn shard_config(&self) -> Result<Option<ShardConfig>> {
+        fts::read_shard_config(&self.conn).map_err(sqlite_error(&self.path))
     }
 
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

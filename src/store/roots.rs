@@ -2,7 +2,7 @@
 
 use rusqlite::params;
 
-use super::{Result, Store};
+use super::{Index, Result, Writer};
 use crate::roots::{Layout, Root};
 
 /// One remembered root with how much the index holds of it.
@@ -16,7 +16,7 @@ pub struct RootInfo {
     pub sessions: i64,
 }
 
-impl Store {
+impl Writer {
     /// Records the roots a sync walks (their first layout and origin stay).
     pub fn remember_roots(&self, roots: &[Root]) -> Result<()> {
         for root in roots {
@@ -35,33 +35,6 @@ impl Store {
                 .map_err(self.err())?;
         }
         Ok(())
-    }
-
-    /// Every remembered root, with its file and session counts.
-    pub fn root_infos(&self) -> Result<Vec<RootInfo>> {
-        self.conn
-            .prepare(
-                "SELECT r.path, r.layout, r.origin, r.added_at,
-                        (SELECT count(*) FROM files f WHERE f.root = r.path),
-                        (SELECT count(*) FROM files f JOIN sessions s ON s.file_id = f.file_id
-                          WHERE f.root = r.path)
-                   FROM roots r ORDER BY r.path",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map([], |row| {
-                    let layout: String = row.get(1)?;
-                    Ok(RootInfo {
-                        path: row.get(0)?,
-                        layout: Layout::parse(&layout).unwrap_or(Layout::PerCwd),
-                        origin: row.get(2)?,
-                        added_at: row.get(3)?,
-                        files: row.get(4)?,
-                        sessions: row.get(5)?,
-                    })
-                })?
-                .collect()
-            })
-            .map_err(self.err())
     }
 
     /// Forgets a root and every row of its files; false when it is not one.
@@ -90,5 +63,34 @@ impl Store {
             .execute("DELETE FROM roots WHERE path = ?1", [path])
             .map_err(self.err())?;
         Ok(true)
+    }
+}
+
+impl Index {
+    /// Every remembered root, with its file and session counts.
+    pub fn root_infos(&self) -> Result<Vec<RootInfo>> {
+        self.conn
+            .prepare(
+                "SELECT r.path, r.layout, r.origin, r.added_at,
+                        (SELECT count(*) FROM files f WHERE f.root = r.path),
+                        (SELECT count(*) FROM files f JOIN sessions s ON s.file_id = f.file_id
+                          WHERE f.root = r.path)
+                   FROM roots r ORDER BY r.path",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| {
+                    let layout: String = row.get(1)?;
+                    Ok(RootInfo {
+                        path: row.get(0)?,
+                        layout: Layout::parse(&layout).unwrap_or(Layout::PerCwd),
+                        origin: row.get(2)?,
+                        added_at: row.get(3)?,
+                        files: row.get(4)?,
+                        sessions: row.get(5)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(self.err())
     }
 }

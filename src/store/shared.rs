@@ -5,10 +5,10 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Store};
+use super::{Result, Writer};
 use crate::normalize::shared::SharedValue;
 
-impl Store {
+impl Writer {
     /// Stores an entry's shared values (each text once) and its links to
     /// them; returns each value's `text_id` and whether it is new.
     pub(super) fn insert_shared(

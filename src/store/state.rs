@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use rusqlite::Row;
 
-use super::{Result, Store};
+use super::{Result, Writer};
 use crate::pipeline::{Cursor, FileStatus, SessionFacts};
 use crate::read::Fingerprint;
 
@@ -27,7 +27,7 @@ pub struct FileState {
     pub fingerprint: Fingerprint,
 }
 
-impl Store {
+impl Writer {
     /// Every file the database knows, by path. Keyed by the path's bytes:
     /// `Path`'s own `Hash`/`Eq` walk components, which was a third of a
     /// no-change sync over 10,000 files.

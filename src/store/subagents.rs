@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Store};
+use super::{Result, Writer};
 use crate::normalize::Entry;
 use crate::normalize::subagent::SubagentRun;
 
@@ -43,7 +43,7 @@ pub struct ArtifactRow {
     pub note: Option<String>,
 }
 
-impl Store {
+impl Writer {
     /// Writes the runs of one entry, their child messages and tool calls,
     /// and marks the entry's chunks that lie inside a run.
     pub(super) fn insert_subagent_runs(

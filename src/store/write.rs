@@ -8,7 +8,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Store};
+use super::{Result, Writer};
 use crate::normalize::{Detail, Entry, Header};
 use crate::pipeline::{Batch, FileStatus, LineError};
 
@@ -40,7 +40,7 @@ const FILE_TABLES: &[&str] = &[
     "sessions",
 ];
 
-impl Store {
+impl Writer {
     pub fn begin(&self) -> Result<()> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")

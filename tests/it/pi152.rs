@@ -120,7 +120,7 @@ fn system_prompts_are_stored_and_indexed_once_and_found_in_every_session() {
 #[test]
 fn the_context_of_every_session_is_pis() {
     use piidx::query::tree::{SessionTree, build_context, resolve};
-    use piidx::store::Store;
+    use piidx::store::Index;
     use sha2::{Digest, Sha256};
     let expected: Value = serde_json::from_str(
         &fs::read_to_string(fixtures().join("expected/pi152-context.json")).expect("expected"),
@@ -130,7 +130,7 @@ fn the_context_of_every_session_is_pis() {
     for (tree, want) in expected["trees"].as_object().expect("trees") {
         let env = Env::with_fixture(tree);
         env.sync();
-        let store = Store::open_read_only(&env.db).expect("open");
+        let store = Index::open(&env.db).expect("open");
         for (rel, session) in want["sessions"].as_object().expect("sessions") {
             if session.get("error").is_some_and(|e| !e.is_null()) {
                 continue;

@@ -718,7 +718,7 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
 
     // Every match, scored and weighed as docs/search.md defines it, best
     // chunk per entry, ties newest first.
-    let store = piidx::store::Store::open_read_only(&env.db).expect("open");
+    let store = piidx::store::Index::open(&env.db).expect("open");
     let shards = store.attach_fts().expect("shards");
     assert_eq!(shards.len(), 2);
     let conn = store.connection();

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use piidx::query::export::export;
 use piidx::query::tree::{SessionTree, ViewError, resolve};
-use piidx::store::Store;
+use piidx::store::Index;
 
 use crate::util::{Env, fixtures, jsonl_files, largest_jsonl};
 
@@ -221,7 +221,7 @@ fn a_session_resolved_in_a_snapshot_loads_after_a_sync_removed_it() {
         .map(|(_, value)| value)
         .collect();
     let id = expected[0]["id"].as_str().expect("session id").to_owned();
-    let store = Store::open_read_only(&env.db).expect("open");
+    let store = Index::open(&env.db).expect("open");
     let (tree, exported) = store
         .in_snapshot(|store| -> Result<_, Box<dyn std::error::Error>> {
             let found = resolve(store, &id)?;
