@@ -4,6 +4,7 @@
 pub mod chunk_text;
 pub mod export;
 pub mod rank;
+pub mod scope;
 pub mod search;
 pub mod search_query;
 pub mod sessions;

@@ -38,7 +38,24 @@ pub enum Tz {
     },
 }
 
+impl Default for Tz {
+    fn default() -> Tz {
+        Tz::Utc
+    }
+}
+
 impl Tz {
+    /// `--tz` if given (it must be valid), else `$TZ` when valid, else UTC.
+    pub fn choose(given: Option<&str>) -> Result<Tz, TzError> {
+        match given {
+            Some(name) => Tz::parse(name),
+            None => Ok(std::env::var("TZ")
+                .ok()
+                .and_then(|tz| Tz::parse(tz.trim_start_matches(':')).ok())
+                .unwrap_or(Tz::Utc)),
+        }
+    }
+
     pub fn parse(text: &str) -> Result<Tz, TzError> {
         let trimmed = text.trim();
         if trimmed.is_empty() || matches!(trimmed, "UTC" | "utc" | "Z" | "z" | "GMT" | "Etc/UTC") {

@@ -1,0 +1,249 @@
+//! What part of the index a question is about, parsed once for every
+//! command: which sessions (`--project`, `--cwd`, `--session`) and which
+//! time (`--since`, `--until`), turned into SQL in one place.
+//!
+//! Dates have one grammar everywhere: a day (`2026-02-01`, `20260201`), an
+//! instant (`2026-02-01T10:00:00Z`, any ISO-8601 time), or relative to now
+//! (`today`, `yesterday`, `7d`, `12h`, `30m`, `2w`). Days are whole days in
+//! the command's time zone (`--tz`, else `$TZ`, else UTC): `--since` starts
+//! at the day's first instant, `--until` includes the whole day.
+
+use rusqlite::types::Value as SqlValue;
+
+use super::tz::Tz;
+use crate::time::{parse_day, parse_iso_ms};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ScopeError {
+    #[error(
+        "cannot read the date {0:?}; use a day (2026-02-01), an ISO time (2026-02-01T10:00:00Z), or a time ago (today, yesterday, 7d, 12h, 30m, 2w)"
+    )]
+    Date(String),
+}
+
+/// A point in time as the user wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// A whole day (days since 1970-01-01) in the scope's time zone.
+    Day(i64),
+    /// An instant (Unix ms).
+    Instant(i64),
+}
+
+impl When {
+    /// Reads a date; `now_ms` and `tz` give meaning to `today` and `7d`.
+    pub fn parse(text: &str, now_ms: i64, tz: &Tz) -> Result<When, ScopeError> {
+        let trimmed = text.trim();
+        let bad = || ScopeError::Date(text.to_owned());
+        let today = tz.local_day(now_ms);
+        match trimmed.to_ascii_lowercase().as_str() {
+            "today" => return Ok(When::Day(today)),
+            "yesterday" => return Ok(When::Day(today - 1)),
+            _ => {}
+        }
+        if let Some(ms) = parse_iso_ms(trimmed) {
+            return Ok(When::Instant(ms));
+        }
+        if let Some(day) = parse_day(trimmed) {
+            return Ok(When::Day(day));
+        }
+        let split = trimmed
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(bad)?;
+        let (count, unit) = trimmed.split_at(split);
+        let count: i64 = count.parse().map_err(|_| bad())?;
+        let unit_ms: i64 = match unit.trim() {
+            "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+            "h" | "hour" | "hours" => 3_600_000,
+            "d" | "day" | "days" => 86_400_000,
+            "w" | "week" | "weeks" => 7 * 86_400_000,
+            _ => return Err(bad()),
+        };
+        Ok(When::Instant(now_ms - count.saturating_mul(unit_ms)))
+    }
+
+    /// The first instant it covers.
+    pub fn start_ms(self, tz: &Tz) -> i64 {
+        match self {
+            When::Day(day) => tz.day_start_ms(day),
+            When::Instant(ms) => ms,
+        }
+    }
+
+    /// The first instant after it (a day includes its last millisecond).
+    pub fn end_ms(self, tz: &Tz) -> i64 {
+        match self {
+            When::Day(day) => tz.day_start_ms(day + 1),
+            When::Instant(ms) => ms + 1,
+        }
+    }
+}
+
+/// Now, in Unix ms.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The sessions and the time a question is about.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// A project: its cwd, a part of the cwd, or Pi's encoded directory
+    /// name (`--home-user-proj--`).
+    pub project: Option<String>,
+    /// A cwd and everything below it.
+    pub cwd: Option<String>,
+    /// A session id, id prefix, or session file path.
+    pub session: Option<String>,
+    pub since: Option<When>,
+    pub until: Option<When>,
+    pub tz: Tz,
+}
+
+/// Where a query keeps what a scope filters on: SQL expressions (usually
+/// `alias.column`) for the session's cwd, its per-cwd directory name, its
+/// id and file path, and the time in Unix ms.
+#[derive(Debug, Clone, Copy)]
+pub struct Columns<'a> {
+    pub cwd: &'a str,
+    pub project_dir: &'a str,
+    pub session_id: &'a str,
+    pub file_path: &'a str,
+    pub time_ms: &'a str,
+}
+
+impl Columns<'static> {
+    /// `sessions s`, with the time in `time`.
+    pub const fn sessions(time_ms: &'static str) -> Columns<'static> {
+        Columns {
+            cwd: "s.cwd",
+            project_dir: "s.project_dir",
+            session_id: "s.session_id",
+            file_path: "s.file_path",
+            time_ms,
+        }
+    }
+}
+
+/// SQL conditions (to be AND-ed) and the parameters they use, numbered
+/// from the first one given to `Scope::conditions`.
+#[derive(Debug, Clone, Default)]
+pub struct Conditions {
+    pub sql: Vec<String>,
+    pub params: Vec<SqlValue>,
+}
+
+impl Conditions {
+    /// ` AND cond AND cond`, or nothing.
+    pub fn clause(&self) -> String {
+        self.sql
+            .iter()
+            .map(|condition| format!(" AND {condition}"))
+            .collect()
+    }
+}
+
+impl Scope {
+    /// The scope as SQL over `columns`; parameters are numbered from `first`.
+    pub fn conditions(&self, columns: &Columns<'_>, first: usize) -> Conditions {
+        let mut out = Conditions::default();
+        let mut param = |out: &mut Conditions, value: SqlValue| -> usize {
+            out.params.push(value);
+            first + out.params.len() - 1
+        };
+        if let Some(project) = &self.project {
+            let n = param(&mut out, project.clone().into());
+            out.sql.push(format!(
+                "({} = ?{n} OR instr({}, ?{n}) > 0)",
+                columns.project_dir, columns.cwd
+            ));
+        }
+        if let Some(cwd) = &self.cwd {
+            let trimmed = if cwd.len() > 1 {
+                cwd.trim_end_matches('/')
+            } else {
+                cwd.as_str()
+            };
+            let n = param(&mut out, trimmed.to_owned().into());
+            out.sql.push(format!(
+                "({c} = ?{n} OR substr({c}, 1, length(?{n}) + 1) = rtrim(?{n}, '/') || '/')",
+                c = columns.cwd
+            ));
+        }
+        if let Some(session) = &self.session {
+            let n = param(&mut out, session.clone().into());
+            out.sql.push(format!(
+                "(substr({id}, 1, length(?{n})) = ?{n} OR {path} = ?{n})",
+                id = columns.session_id,
+                path = columns.file_path
+            ));
+        }
+        if let Some(since) = self.since {
+            let n = param(&mut out, since.start_ms(&self.tz).into());
+            out.sql.push(format!("{} >= ?{n}", columns.time_ms));
+        }
+        if let Some(until) = self.until {
+            let n = param(&mut out, until.end_ms(&self.tz).into());
+            out.sql.push(format!("{} < ?{n}", columns.time_ms));
+        }
+        out
+    }
+
+    /// Whether the scope names sessions (rather than only a time).
+    pub fn selects_sessions(&self) -> bool {
+        self.project.is_some() || self.cwd.is_some() || self.session.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_769_990_400_000; // 2026-02-02T00:00:00Z
+
+    #[test]
+    fn one_date_grammar() {
+        let utc = Tz::Utc;
+        let day = |d| When::Day(parse_day(d).unwrap());
+        assert_eq!(When::parse("2026-02-01", NOW, &utc), Ok(day("2026-02-01")));
+        assert_eq!(When::parse("20260201", NOW, &utc), Ok(day("2026-02-01")));
+        assert_eq!(
+            When::parse("2026-02-01T10:00:00Z", NOW, &utc),
+            Ok(When::Instant(1_769_940_000_000))
+        );
+        assert_eq!(When::parse("today", NOW, &utc), Ok(day("2026-02-02")));
+        assert_eq!(When::parse("Yesterday", NOW, &utc), Ok(day("2026-02-01")));
+        assert_eq!(
+            When::parse("7d", NOW, &utc),
+            Ok(When::Instant(NOW - 7 * 86_400_000))
+        );
+        assert_eq!(
+            When::parse("12h", NOW, &utc),
+            Ok(When::Instant(NOW - 12 * 3_600_000))
+        );
+        assert!(When::parse("soon", NOW, &utc).is_err());
+        assert!(When::parse("7y", NOW, &utc).is_err());
+    }
+
+    #[test]
+    fn a_day_until_includes_the_whole_day() {
+        let utc = Tz::Utc;
+        let day = When::parse("2026-02-01", NOW, &utc).unwrap();
+        assert_eq!(day.start_ms(&utc), 1_769_904_000_000);
+        assert_eq!(day.end_ms(&utc), 1_769_990_400_000);
+    }
+
+    #[test]
+    fn conditions_number_their_parameters_from_first() {
+        let scope = Scope {
+            project: Some("proj".into()),
+            since: Some(When::Instant(5)),
+            ..Scope::default()
+        };
+        let conditions = scope.conditions(&Columns::sessions("e.timestamp_ms"), 3);
+        assert_eq!(conditions.params.len(), 2);
+        assert!(conditions.sql[0].contains("?3"));
+        assert_eq!(conditions.sql[1], "e.timestamp_ms >= ?4");
+    }
+}
