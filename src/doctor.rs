@@ -132,7 +132,7 @@ pub enum DoctorError {
         "{db} must be rebuilt but no sessions root is known (none recorded in it, or none exists); pass --root DIR"
     )]
     NoRoots { db: PathBuf },
-    #[error("cannot {what} {path}: {source}; the old database is kept at {db}")]
+    #[error("cannot {what} {path} (the old database is kept at {db})")]
     Io {
         what: &'static str,
         path: PathBuf,
@@ -232,7 +232,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     }
     let broken = |err: StoreError, findings: &mut Findings| -> Result<(), DoctorError> {
         if err.is_broken_database() {
-            findings.broken = Some(err.to_string());
+            findings.broken = Some(crate::error_chain(&err));
             Ok(())
         } else {
             Err(err.into())
@@ -480,7 +480,7 @@ fn recount(store: &Writer, state: &FileState, max_line_bytes: usize) -> Result<R
                     }
                 }
                 Err(err) => {
-                    failed = Some(err.to_string());
+                    failed = Some(crate::error_chain(&err));
                     return false;
                 }
             }

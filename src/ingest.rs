@@ -30,7 +30,7 @@ const BATCH_BYTES: u64 = 2 << 20;
 const EXCERPT_BYTES: usize = 160;
 
 #[derive(Debug, thiserror::Error)]
-#[error("cannot read {path}: {source}")]
+#[error("cannot read {path}")]
 pub struct IngestError {
     pub path: PathBuf,
     #[source]

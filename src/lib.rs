@@ -4,7 +4,8 @@
 //! new lines, `parse` turns a line into JSON objects, `normalize` turns an
 //! object into rows, `ingest` drives those three for one file, `store` (the
 //! only module that speaks SQL) writes and reads the database, `sync`
-//! orchestrates a run, and `query` + `output` answer the user's commands.
+//! orchestrates a run, `query` answers questions with typed values, and
+//! `render` turns those into tables, JSON, CSV, transcripts and trees.
 
 pub mod artifacts;
 pub mod config;
@@ -13,13 +14,26 @@ pub mod doctor;
 pub mod fault;
 pub mod ingest;
 pub mod normalize;
-pub mod output;
 pub mod parse;
 pub mod pipeline;
 pub mod query;
 pub mod read;
+pub mod render;
 pub mod roots;
 pub mod store;
-
 pub mod sync;
 pub mod time;
+
+/// An error and its causes on one line (`a: b: c`), for reports that keep
+/// errors as text. Every `Display` in piidx leaves its source out, so each
+/// cause is said once.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}

@@ -1,8 +1,9 @@
-//! The `piidx` binary: parse arguments, call the library, map the outcome to
-//! an exit code (see README "Exit codes").
+//! The `piidx` binary: parse the arguments, run the subcommand (`cmd/`),
+//! print an error once with its causes, and exit with the command's code
+//! (see README "Exit codes").
 
 mod cli;
-mod commands;
+mod cmd;
 
 use std::process::ExitCode;
 
@@ -10,12 +11,12 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match commands::run(cli) {
+    match cmd::run(cli) {
         Ok(code) => code,
-        Err(err) if commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if cmd::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("piidx: {}", commands::message(&err));
-            ExitCode::from(commands::exit_code(&err))
+            eprintln!("piidx: {}", cmd::message(&err));
+            ExitCode::from(cmd::exit_code(&err))
         }
     }
 }

@@ -82,7 +82,7 @@ pub enum SyncError {
     #[error("another `piidx sync` holds {lock} (waited {waited:?}); try again later")]
     Busy { lock: PathBuf, waited: Duration },
     #[error(
-        "cannot create or lock {lock}: {source}; the directory of the database must be writable (or pass --db with another path)"
+        "cannot create or lock {lock} (the directory of the database must be writable, or pass --db with another path)"
     )]
     Lock {
         lock: PathBuf,

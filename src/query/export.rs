@@ -20,16 +20,16 @@ use crate::store::{Index, restore_entry};
 pub enum ExportError {
     #[error(transparent)]
     View(#[from] ViewError),
-    #[error("{0}")]
+    #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
-    #[error("entry {entry}: stored JSON does not parse: {source}")]
+    #[error("entry {entry}: stored JSON does not parse; run `piidx doctor --fix`")]
     BadRaw {
         entry: String,
         source: serde_json::Error,
     },
     #[error("entry {entry}: image path {path} not found in the stored JSON")]
     BadImagePath { entry: String, path: String },
-    #[error("writing the export: {0}")]
+    #[error("cannot write the export")]
     Io(#[from] std::io::Error),
 }
 

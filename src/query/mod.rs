@@ -1,5 +1,6 @@
-//! Stage 6: questions asked of the index. Each submodule answers one command
-//! with typed rows; printing is `output`'s job.
+//! Stage 6: questions asked of the index. Each submodule answers one kind of
+//! question with typed values that derive `Serialize`; how they look is
+//! `render`'s job, and nothing here imports it (tests/it/layers.rs).
 
 pub mod chunk_text;
 pub mod export;
@@ -7,8 +8,8 @@ pub mod rank;
 pub mod scope;
 pub mod search;
 pub mod search_query;
+pub mod search_sessions;
 pub mod sessions;
-pub mod show;
 pub mod sql;
 pub mod subagents;
 pub mod tools;

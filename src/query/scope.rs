@@ -148,7 +148,7 @@ impl Scope {
     /// The scope as SQL over `columns`; parameters are numbered from `first`.
     pub fn conditions(&self, columns: &Columns<'_>, first: usize) -> Conditions {
         let mut out = Conditions::default();
-        let mut param = |out: &mut Conditions, value: SqlValue| -> usize {
+        let param = |out: &mut Conditions, value: SqlValue| -> usize {
             out.params.push(value);
             first + out.params.len() - 1
         };

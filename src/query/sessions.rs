@@ -7,29 +7,25 @@
 //! `cwd` are exactly what Pi reads (`parentSession` only, never
 //! `branchedFrom`). `allMessagesText` is not produced.
 
-use rusqlite::types::Value as SqlValue;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::output::Rows;
+use super::scope::{Columns, Scope};
 use crate::store::Index;
 use crate::time::format_iso_ms;
 
-/// Filters for `piidx sessions`.
+/// Filters for `piidx sessions`. The scope's time is the session's
+/// `modified` time.
 #[derive(Debug, Default, Clone)]
 pub struct SessionsQuery {
-    /// Per-cwd directory name (`--home-user-proj--`) or the cwd's last component.
-    pub project: Option<String>,
-    /// Exact cwd.
-    pub cwd: Option<String>,
-    /// Only sessions modified at or after this instant (Unix ms).
-    pub since_ms: Option<i64>,
+    pub scope: Scope,
     pub limit: Option<usize>,
     /// Also list files Pi's `listAll()` does not see (nested child sessions, stray files).
     pub all: bool,
 }
 
 /// One session as Pi's `SessionInfo` describes it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionInfo {
     pub path: String,
     pub id: String,
@@ -63,33 +59,15 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
          LEFT JOIN roots r ON r.path = f.root
          WHERE f.status <> 'deleted'",
     );
-    let mut params: Vec<SqlValue> = Vec::new();
     if !query.all {
         sql.push_str(" AND s.listed_by_pi = 1");
     }
-    if let Some(project) = &query.project {
-        params.push(project.clone().into());
-        let n = params.len();
-        sql.push_str(&format!(
-            " AND (s.project_dir = ?{n} OR s.cwd = ?{n} OR substr(s.cwd, -length(?{n}) - 1) = '/' || ?{n})"
-        ));
-    }
-    if let Some(cwd) = &query.cwd {
-        let cwd = if cwd.len() > 1 {
-            cwd.trim_end_matches('/')
-        } else {
-            cwd
-        };
-        params.push(cwd.to_owned().into());
-        sql.push_str(&format!(" AND s.cwd = ?{}", params.len()));
-    }
-    if let Some(since) = query.since_ms {
-        params.push(since.into());
-        sql.push_str(&format!(
-            " AND coalesce(s.modified_ms, f.mtime_ns / 1000000) >= ?{}",
-            params.len()
-        ));
-    }
+    let conditions = query.scope.conditions(
+        &Columns::sessions("coalesce(s.modified_ms, f.mtime_ns / 1000000)"),
+        1,
+    );
+    sql.push_str(&conditions.clause());
+    let params = conditions.params;
     let conn = store.connection();
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
@@ -183,40 +161,6 @@ impl SessionInfo {
         map.insert("messageCount".into(), self.message_count.into());
         map.insert("firstMessage".into(), self.first_message.clone().into());
         Value::Object(map)
-    }
-}
-
-/// Rows for the human table.
-pub fn table(sessions: &[SessionInfo]) -> Rows {
-    let columns = ["modified", "msgs", "id", "name / first message", "cwd"];
-    let rows = sessions
-        .iter()
-        .map(|info| {
-            let modified = info
-                .modified_ms
-                .map(|ms| format_iso_ms(ms).replace('T', " "))
-                .map(|text| text.chars().take(16).collect::<String>())
-                .unwrap_or_default();
-            let title = match &info.name {
-                Some(name) => name.clone(),
-                None => info.first_message.clone(),
-            };
-            let mut id: String = info.id.chars().take(8).collect();
-            if !info.listed_by_pi {
-                id.push('*');
-            }
-            vec![
-                Value::from(modified),
-                Value::from(info.message_count),
-                Value::from(id),
-                Value::from(crate::output::shorten(&title.replace('\n', " "), 60)),
-                Value::from(info.cwd.clone()),
-            ]
-        })
-        .collect();
-    Rows {
-        columns: columns.iter().map(|c| (*c).to_owned()).collect(),
-        rows,
     }
 }
 

@@ -1,104 +1,91 @@
 //! `piidx subagents`: every delegated run, newest first.
 
-use serde_json::Value;
+use serde::Serialize;
 
-use crate::output::{Rows, shorten};
-use crate::query::sql::to_json;
+use super::scope::{Columns, Scope};
 use crate::store::Index;
 use crate::time::format_iso_ms;
 
-/// Tasks are cut to this many characters in table output.
-const TASK_CHARS: usize = 60;
-
+/// Which runs. The scope's sessions are the delegating (parent) sessions;
+/// its time is the run's.
 #[derive(Debug, Clone, Default)]
 pub struct SubagentsQuery {
+    pub scope: Scope,
     pub agent: Option<String>,
-    /// `YYYY-MM-DD` (UTC midnight) or an ISO timestamp.
-    pub since: Option<String>,
     /// Only runs whose status is `failed` (non-zero exit or error stop).
     pub failed: bool,
-    /// Keep full task text (JSON output); the table shortens it.
-    pub full_task: bool,
+    pub limit: Option<usize>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SubagentsError {
-    #[error("--since {0:?} is not a date; use YYYY-MM-DD or 2026-02-21T14:00:00Z")]
-    BadDate(String),
-    #[error("{0}")]
-    Sqlite(#[from] rusqlite::Error),
+/// One delegated run (`docs/schema.md`, `subagent_runs`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubagentRun {
+    /// When the run was recorded (ISO-8601, UTC).
+    pub time: Option<String>,
+    pub agent: Option<String>,
+    pub task: Option<String>,
+    /// In Pi's words: `completed`, `failed`, `running`, `detached`, …
+    pub status: Option<String>,
+    pub exit: Option<i64>,
+    pub model: Option<String>,
+    /// Input, output and cache tokens together.
+    pub tokens: i64,
+    pub cost: Option<f64>,
+    pub duration_s: Option<f64>,
+    pub mode: Option<String>,
+    pub run_id: Option<String>,
+    pub parent_session: Option<String>,
+    pub parent_name: Option<String>,
+    pub child_session: Option<String>,
+    /// Recorded artifact paths with no linked file.
+    pub artifacts_missing: Option<i64>,
 }
 
 /// The runs matching `query`, newest first.
-pub fn run(store: &Index, query: &SubagentsQuery) -> Result<Rows, SubagentsError> {
-    let since = match &query.since {
-        Some(text) => Some(
-            crate::time::parse_date_ms(text)
-                .ok_or_else(|| SubagentsError::BadDate(text.clone()))?,
-        ),
-        None => None,
-    };
-    let sql = "SELECT r.timestamp_ms, r.agent, r.task, r.status, r.exit_code, r.model,
-                      coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0)
-                        + coalesce(r.cache_read_tokens, 0) + coalesce(r.cache_write_tokens, 0),
-                      r.cost, r.duration_ms, r.mode, r.run_id, r.session_id, s.name,
-                      r.child_session_id, v.artifacts_missing
-                 FROM subagent_runs r
-                 LEFT JOIN sessions s ON s.file_id = r.file_id
-                 JOIN v_subagent_runs v ON v.run_rowid = r.run_rowid
-                WHERE (?1 IS NULL OR r.agent = ?1)
-                  AND (?2 IS NULL OR r.timestamp_ms >= ?2)
-                  AND (?3 = 0 OR r.status = 'failed')
-                ORDER BY r.timestamp_ms DESC, r.run_rowid DESC";
-    let conn = store.connection();
-    let mut stmt = conn.prepare(sql)?;
-    let mut result = stmt.query(rusqlite::params![query.agent, since, query.failed])?;
-    let columns = [
-        "time",
-        "agent",
-        "task",
-        "status",
-        "exit",
-        "model",
-        "tokens",
-        "cost",
-        "duration_s",
-        "mode",
-        "run_id",
-        "parent_session",
-        "parent_name",
-        "child_session",
-        "artifacts_missing",
-    ];
-    let mut rows = Rows {
-        columns: columns.iter().map(|c| (*c).to_owned()).collect(),
-        rows: Vec::new(),
-    };
-    while let Some(row) = result.next()? {
-        let mut values = Vec::with_capacity(columns.len());
-        for index in 0..columns.len() {
-            let value = to_json(row.get_ref(index)?);
-            let value = match index {
-                0 => match row.get::<_, Option<i64>>(0)? {
-                    Some(ms) => Value::String(format_iso_ms(ms)),
-                    None => Value::Null,
-                },
-                2 if !query.full_task => match value {
-                    Value::String(task) => {
-                        Value::String(shorten(&task.replace(['\n', '\t'], " "), TASK_CHARS))
-                    }
-                    other => other,
-                },
-                8 => match row.get::<_, Option<i64>>(8)? {
-                    Some(ms) => serde_json::Number::from_f64(ms as f64 / 1000.0)
-                        .map_or(Value::Null, Value::Number),
-                    None => Value::Null,
-                },
-                _ => value,
-            };
-            values.push(value);
-        }
-        rows.rows.push(values);
+pub fn run(store: &Index, query: &SubagentsQuery) -> rusqlite::Result<Vec<SubagentRun>> {
+    let scope = query
+        .scope
+        .conditions(&Columns::sessions("r.timestamp_ms"), 3);
+    let mut sql = format!(
+        "SELECT r.timestamp_ms, r.agent, r.task, r.status, r.exit_code, r.model,
+                coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0)
+                  + coalesce(r.cache_read_tokens, 0) + coalesce(r.cache_write_tokens, 0),
+                r.cost, r.duration_ms, r.mode, r.run_id, r.session_id, s.name,
+                r.child_session_id, v.artifacts_missing
+           FROM subagent_runs r
+           LEFT JOIN sessions s ON s.file_id = r.file_id
+           JOIN v_subagent_runs v ON v.run_rowid = r.run_rowid
+          WHERE (?1 IS NULL OR r.agent = ?1)
+            AND (?2 = 0 OR r.status = 'failed'){}
+          ORDER BY r.timestamp_ms DESC, r.run_rowid DESC",
+        scope.clause()
+    );
+    if let Some(limit) = query.limit {
+        sql.push_str(&format!(" LIMIT {limit}"));
     }
-    Ok(rows)
+    let mut params: Vec<rusqlite::types::Value> =
+        vec![query.agent.clone().into(), i64::from(query.failed).into()];
+    params.extend(scope.params);
+    let conn = store.connection();
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+        Ok(SubagentRun {
+            time: row.get::<_, Option<i64>>(0)?.map(format_iso_ms),
+            agent: row.get(1)?,
+            task: row.get(2)?,
+            status: row.get(3)?,
+            exit: row.get(4)?,
+            model: row.get(5)?,
+            tokens: row.get(6)?,
+            cost: row.get(7)?,
+            duration_s: row.get::<_, Option<i64>>(8)?.map(|ms| ms as f64 / 1000.0),
+            mode: row.get(9)?,
+            run_id: row.get(10)?,
+            parent_session: row.get(11)?,
+            parent_name: row.get(12)?,
+            child_session: row.get(13)?,
+            artifacts_missing: row.get(14)?,
+        })
+    })?;
+    rows.collect()
 }

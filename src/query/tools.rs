@@ -4,28 +4,29 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use crate::output::Rows;
-use crate::query::tz;
+use super::scope::{Columns, Scope};
 use crate::store::Index;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ToolsBy {
+    #[default]
     Name,
     Session,
+    /// The session's cwd.
     Project,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ToolsError {
-    #[error("bad date `{0}`: use YYYY-MM-DD or YYYYMMDD (UTC)")]
-    Date(String),
-    #[error("{0}")]
-    Sqlite(#[from] rusqlite::Error),
+#[derive(Debug, Clone, Default)]
+pub struct ToolsQuery {
+    pub by: ToolsBy,
+    /// The scope's time is the call's.
+    pub scope: Scope,
+    pub limit: Option<usize>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolStats {
     pub key: String,
     pub calls: i64,
@@ -41,27 +42,26 @@ pub struct ToolStats {
     pub largest: Option<String>,
 }
 
-pub fn run(store: &Index, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolStats>, ToolsError> {
-    let since_ms = match since {
-        Some(text) => {
-            Some(tz::parse_day(text).ok_or_else(|| ToolsError::Date(text.to_owned()))? * 86_400_000)
-        }
-        None => None,
-    };
-    let key = match by {
+/// Per group, most calls first.
+pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>> {
+    let key = match query.by {
         ToolsBy::Name => "t.name",
         ToolsBy::Session => "t.session_id",
-        ToolsBy::Project => "t.project_dir",
+        ToolsBy::Project => "s.cwd",
     };
+    let scope = query
+        .scope
+        .conditions(&Columns::sessions("t.timestamp_ms"), 1);
     let sql = format!(
         "SELECT {key}, t.is_error, t.duration_ms, t.result_len, t.result_timestamp_ms IS NULL,
                 t.session_id || ' ' || coalesce(t.result_entry_id, ''), t.timestamp_ms
-           FROM v_tool_calls_dedup t
-          WHERE ?1 IS NULL OR t.timestamp_ms >= ?1"
+           FROM v_tool_calls_dedup t LEFT JOIN sessions s ON s.file_id = t.file_id
+          WHERE 1 = 1{}",
+        scope.clause()
     );
     let conn = store.connection();
     let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query([since_ms])?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(scope.params))?;
     struct Acc {
         stats: ToolStats,
         durations: Vec<i64>,
@@ -132,6 +132,9 @@ pub fn run(store: &Index, by: ToolsBy, since: Option<&str>) -> Result<Vec<ToolSt
         })
         .collect();
     out.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.key.cmp(&b.key)));
+    if let Some(limit) = query.limit {
+        out.truncate(limit);
+    }
     Ok(out)
 }
 
@@ -142,41 +145,6 @@ pub fn nearest_rank(sorted: &[i64], p: usize) -> Option<i64> {
     }
     let rank = (sorted.len() * p).div_ceil(100).max(1);
     sorted.get(rank - 1).copied()
-}
-
-pub fn to_rows(stats: &[ToolStats]) -> Rows {
-    let columns = [
-        "key",
-        "calls",
-        "errors",
-        "error_rate",
-        "no_result",
-        "median_ms",
-        "p95_ms",
-        "max_result_len",
-        "total_result_len",
-        "largest",
-    ];
-    Rows {
-        columns: columns.iter().map(|c| (*c).to_owned()).collect(),
-        rows: stats
-            .iter()
-            .map(|s| {
-                vec![
-                    json!(s.key),
-                    json!(s.calls),
-                    json!(s.errors),
-                    json!(s.error_rate),
-                    json!(s.no_result),
-                    s.median_ms.map_or(Value::Null, Value::from),
-                    s.p95_ms.map_or(Value::Null, Value::from),
-                    s.max_result_len.map_or(Value::Null, Value::from),
-                    json!(s.total_result_len),
-                    s.largest.clone().map_or(Value::Null, Value::from),
-                ]
-            })
-            .collect(),
-    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use rusqlite::OptionalExtension;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::store::Index;
@@ -20,20 +21,32 @@ use crate::store::Index;
 pub enum ViewError {
     #[error("no indexed session matches `{0}`; see `piidx sessions --all` (or run `piidx sync`)")]
     NotFound(String),
-    #[error("`{arg}` matches several sessions; pass a longer id or the file path:\n{}", candidates.join("\n"))]
+    #[error(
+        "`{arg}` matches several sessions; pass a longer id or the file path:\n{}{}",
+        candidates.join("\n"),
+        more_candidates(*more)
+    )]
     Ambiguous {
         arg: String,
+        /// The first few, as `  <id>  <path>`.
         candidates: Vec<String>,
+        /// How many more match.
+        more: usize,
     },
     #[error("session {session} has no entry `{leaf}`; see `piidx tree {session}`")]
     UnknownEntry { session: String, leaf: String },
-    #[error("entry `{leaf}` is ambiguous in session {session}: {}", candidates.join(", "))]
+    #[error(
+        "entry `{leaf}` is ambiguous in session {session}: {}{}; pass a longer id",
+        candidates.join(", "),
+        more_candidates(*more).replace("\n  …", ",")
+    )]
     AmbiguousEntry {
         session: String,
         leaf: String,
         candidates: Vec<String>,
+        more: usize,
     },
-    #[error("stored JSON of entry {entry} in {path} does not parse: {source}")]
+    #[error("stored JSON of entry {entry} in {path} does not parse; run `piidx doctor --fix`")]
     BadRaw {
         path: String,
         entry: String,
@@ -47,10 +60,20 @@ pub enum ViewError {
         entry: String,
         json_path: String,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+}
+
+/// Candidates an ambiguous prefix lists; the rest are counted.
+const CANDIDATES_SHOWN: usize = 5;
+
+fn more_candidates(more: usize) -> String {
+    match more {
+        0 => String::new(),
+        n => format!("\n  … and {n} more"),
+    }
 }
 
 fn header_version(header: &Value) -> i64 {
@@ -119,14 +142,21 @@ pub fn resolve(store: &Index, arg: &str) -> Result<SessionRef, ViewError> {
         (1, _) => Ok(exact[0].clone()),
         (0, 1) => Ok(found[0].clone()),
         (_, 0) => Err(ViewError::NotFound(arg.to_owned())),
-        _ => Err(ViewError::Ambiguous {
-            arg: arg.to_owned(),
-            candidates: found
+        _ => {
+            let matching: Vec<&SessionRef> = found
                 .iter()
                 .filter(|s| exact.is_empty() || s.session_id == arg)
-                .map(|s| format!("  {}  {}", s.session_id, s.path))
-                .collect(),
-        }),
+                .collect();
+            Err(ViewError::Ambiguous {
+                arg: arg.to_owned(),
+                candidates: matching
+                    .iter()
+                    .take(CANDIDATES_SHOWN)
+                    .map(|s| format!("  {}  {}", s.session_id, s.path))
+                    .collect(),
+                more: matching.len().saturating_sub(CANDIDATES_SHOWN),
+            })
+        }
     }
 }
 
@@ -150,6 +180,16 @@ pub struct ImageInfo {
     pub mime_type: Option<String>,
     pub byte_len: i64,
     pub payload_key: String,
+}
+
+/// What an image payload is shown as: `[image image/png 12 KB]`.
+pub fn image_placeholder(mime: Option<&str>, bytes: i64) -> String {
+    let size = if bytes >= 1024 {
+        format!("{} KB", (bytes + 512) / 1024)
+    } else {
+        format!("{bytes} B")
+    };
+    format!("[image {} {size}]", mime.unwrap_or("?"))
 }
 
 /// The loaded tree of one session file.
@@ -305,6 +345,30 @@ impl SessionTree {
         })
     }
 
+    /// The stored entries of `path` (session text exact), each image
+    /// payload replaced by its placeholder (`show --json`).
+    pub fn entries_json(&self, path: &[usize]) -> Vec<Value> {
+        path.iter()
+            .map(|&index| {
+                let node = &self.nodes[index];
+                let mut raw = node.raw.clone();
+                for ((rowid, json_path), info) in &self.images {
+                    if *rowid != node.rowid {
+                        continue;
+                    }
+                    if let Some(object) = crate::normalize::json_path_mut(&mut raw, json_path)
+                        .and_then(Value::as_object_mut)
+                    {
+                        let placeholder =
+                            image_placeholder(info.mime_type.as_deref(), info.byte_len);
+                        object.insert(info.payload_key.clone(), Value::from(placeholder));
+                    }
+                }
+                raw
+            })
+            .collect()
+    }
+
     /// Index of the default leaf: the last entry in file order.
     pub fn leaf(&self) -> Option<usize> {
         self.nodes.len().checked_sub(1)
@@ -326,7 +390,12 @@ impl SessionTree {
             many => Err(ViewError::AmbiguousEntry {
                 session: self.session.session_id.clone(),
                 leaf: id.to_owned(),
-                candidates: many.iter().map(|s| (*s).clone()).collect(),
+                candidates: many
+                    .iter()
+                    .take(CANDIDATES_SHOWN)
+                    .map(|s| (*s).clone())
+                    .collect(),
+                more: many.len().saturating_sub(CANDIDATES_SHOWN),
             }),
         }
     }
@@ -614,76 +683,103 @@ pub fn active_set(tree: &SessionTree) -> HashSet<usize> {
         .unwrap_or_default()
 }
 
-/// `piidx tree`: one line per entry.
-pub fn render_tree(tree: &SessionTree) -> String {
-    let (roots, children) = tree.children();
+/// `piidx tree`'s answer: every entry in file order with what a drawing
+/// of the tree needs (its children, whether it is on the current branch)
+/// and a one-line summary. Drawn by `render::tree`, printed by `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeOutline {
+    pub session_id: String,
+    pub path: String,
+    /// The current leaf (the last entry in file order).
+    pub leaf_id: Option<String>,
+    /// Indexes into `entries` of the roots, in Pi's order.
+    #[serde(skip)]
+    pub roots: Vec<usize>,
+    pub entries: Vec<OutlineEntry>,
+}
+
+/// One entry of a `TreeOutline`.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutlineEntry {
+    pub id: String,
+    pub parent_id: Option<String>,
+    #[serde(rename = "type")]
+    pub entry_type: String,
+    pub timestamp: Option<String>,
+    pub line_no: i64,
+    /// Indexes into `entries` of its children, sorted as Pi's `getTree()`
+    /// sorts them (a duplicated id's earlier occurrences have none and are
+    /// no one's child: Pi keeps the last).
+    #[serde(skip)]
+    pub children: Vec<usize>,
+    pub child_count: usize,
+    /// On the path root → current leaf.
+    pub on_branch: bool,
+    pub is_leaf: bool,
+    /// The entry's latest label.
+    pub label: Option<String>,
+    /// The `context_edit` entries that change this entry in the context.
+    pub edits: Vec<EditMark>,
+    /// Type or role, then a text excerpt, on one line.
+    pub summary: String,
+}
+
+/// A `context_edit` of an entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct EditMark {
+    /// The `context_edit` entry's id.
+    pub by: String,
+    /// It removes the entry (a null replacement) rather than replacing it.
+    pub removes: bool,
+}
+
+/// The outline of the whole tree.
+pub fn outline(tree: &SessionTree) -> TreeOutline {
+    let (roots, mut children) = tree.children();
     let active = active_set(tree);
     let edits = edits_by_target(tree);
     let leaf = tree.leaf();
-    let mut out = String::new();
-    out.push_str(&format!(
-        "{}  {}\n",
-        tree.session.session_id, tree.session.path
-    ));
-    // Explicit stack: (node, prefix for its own line, prefix for its children).
-    let mut stack: Vec<(usize, String, String)> = Vec::new();
-    let multi_root = roots.len() > 1;
-    for (i, &root) in roots.iter().enumerate().rev() {
-        let last = i + 1 == roots.len();
-        let (own, rest) = if multi_root {
-            if last {
-                ("└─ ".to_owned(), "   ".to_owned())
-            } else {
-                ("├─ ".to_owned(), "│  ".to_owned())
+    let entries = tree
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(index, node)| {
+            let kids = std::mem::take(&mut children[index]);
+            OutlineEntry {
+                id: node.id.clone(),
+                parent_id: node.parent.clone(),
+                entry_type: node.kind.clone(),
+                timestamp: node.timestamp.clone(),
+                line_no: node.line_no,
+                child_count: kids.len(),
+                children: kids,
+                on_branch: active.contains(&index),
+                is_leaf: Some(index) == leaf,
+                label: tree.labels.get(&node.id).cloned(),
+                edits: edit_marks(tree, edits.get(node.id.as_str())),
+                summary: describe(tree, index),
             }
-        } else {
-            (String::new(), String::new())
-        };
-        stack.push((root, own, rest));
+        })
+        .collect();
+    TreeOutline {
+        session_id: tree.session.session_id.clone(),
+        path: tree.session.path.clone(),
+        leaf_id: leaf.map(|leaf| tree.nodes[leaf].id.clone()),
+        roots,
+        entries,
     }
-    while let Some((index, own, rest)) = stack.pop() {
-        let node = &tree.nodes[index];
-        let mark = if Some(index) == leaf {
-            "◀"
-        } else if active.contains(&index) {
-            "•"
-        } else {
-            " "
-        };
-        let kids = &children[index];
-        let branch = if kids.len() > 1 {
-            format!(" ⑂{}", kids.len())
-        } else {
-            String::new()
-        };
-        let mut label = tree
-            .labels
-            .get(&node.id)
-            .map(|l| format!(" [{l}]"))
-            .unwrap_or_default();
-        if let Some(list) = edits.get(node.id.as_str()) {
-            label.push_str(&format!(" {}", crate::query::show::edit_marks(tree, list)));
-        }
-        out.push_str(&format!(
-            "{mark} {own}{} {}{branch}{label}\n",
-            node.id,
-            crate::output::shorten(&describe(tree, index), 90)
-        ));
-        if kids.len() == 1 {
-            stack.push((kids[0], rest.clone(), rest));
-        } else {
-            for (i, &kid) in kids.iter().enumerate().rev() {
-                let last = i + 1 == kids.len();
-                let (a, b) = if last {
-                    ("└─ ", "   ")
-                } else {
-                    ("├─ ", "│  ")
-                };
-                stack.push((kid, format!("{rest}{a}"), format!("{rest}{b}")));
-            }
-        }
-    }
-    out
+}
+
+/// The edits of one entry (`edits_by_target`'s list) by entry id.
+pub fn edit_marks(tree: &SessionTree, edits: Option<&Vec<(usize, bool)>>) -> Vec<EditMark> {
+    edits
+        .into_iter()
+        .flatten()
+        .map(|&(edit, removes)| EditMark {
+            by: tree.nodes[edit].id.clone(),
+            removes,
+        })
+        .collect()
 }
 
 /// A one-line description of an entry: type or role, then a text excerpt.

@@ -21,8 +21,9 @@ pub enum TzError {
     Bad { path: PathBuf, reason: String },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Tz {
+    #[default]
     Utc,
     /// Seconds east of UTC.
     Fixed(i32),
@@ -38,13 +39,11 @@ pub enum Tz {
     },
 }
 
-impl Default for Tz {
-    fn default() -> Tz {
-        Tz::Utc
-    }
-}
-
 impl Tz {
+    pub fn is_utc(&self) -> bool {
+        *self == Tz::Utc
+    }
+
     /// `--tz` if given (it must be valid), else `$TZ` when valid, else UTC.
     pub fn choose(given: Option<&str>) -> Result<Tz, TzError> {
         match given {

@@ -11,15 +11,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params_from_iter, types::Value as SqlValue};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
-use crate::output::Rows;
+use super::scope::{Columns, Scope};
 use crate::query::tz::{self, Tz};
 use crate::store::Index;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum GroupBy {
+    #[default]
     Day,
     Week,
     Month,
@@ -37,13 +38,9 @@ impl GroupBy {
 
 #[derive(Debug, thiserror::Error)]
 pub enum UsageError {
-    #[error("bad date `{0}`: use YYYY-MM-DD or YYYYMMDD")]
-    Date(String),
     #[error("cannot read prices file {path}: {reason}")]
     Prices { path: PathBuf, reason: String },
     #[error(transparent)]
-    Tz(#[from] tz::TzError),
-    #[error("{0}")]
     Sqlite(#[from] rusqlite::Error),
 }
 
@@ -81,16 +78,21 @@ pub fn load_prices(path: &Path) -> Result<Prices, UsageError> {
 #[derive(Debug, Clone)]
 pub struct UsageOptions {
     pub by: GroupBy,
-    pub since: Option<String>,
-    pub until: Option<String>,
-    pub project: Option<String>,
+    /// The sessions, and the time of the records; days, weeks and months
+    /// are those of its time zone.
+    pub scope: Scope,
+    /// Only models whose id contains this.
     pub model: Option<String>,
-    pub tz: Tz,
     pub prices: Option<Prices>,
+    /// At most this many rows: the latest periods, or the costliest keys.
+    /// The total is that of the rows kept.
+    pub limit: Option<usize>,
 }
 
-/// One output row (or the total).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One output row (or the total). `repriced_tokens` is only printed when
+/// `--prices` is given, the `subagent_` columns only when the index has
+/// subagent runs (`render::usage`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct UsageRow {
     pub key: String,
     pub records: i64,
@@ -127,14 +129,18 @@ impl UsageRow {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct UsageReport {
+    /// What the rows' keys are.
+    pub by: GroupBy,
     pub rows: Vec<UsageRow>,
     pub total: UsageRow,
     /// `provider/model` of every model with unpriced tokens left.
     pub unpriced_models: Vec<String>,
     /// Whether the index has subagent runs (table `subagent_runs`).
     pub subagents: bool,
+    /// Whether `--prices` was given (rows then say what it priced).
+    pub repriced: bool,
     pub warnings: Vec<String>,
 }
 
@@ -142,8 +148,11 @@ const NONE_KEY: &str = "(none)";
 
 pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageError> {
     let conn = store.connection();
-    let (since_ms, until_ms) = bounds(options)?;
-    let mut report = UsageReport::default();
+    let mut report = UsageReport {
+        by: options.by,
+        repriced: options.prices.is_some(),
+        ..UsageReport::default()
+    };
     // Subagent runs (migration 0005, another branch) when present and shaped
     // as expected; otherwise the subagent columns are left out.
     if has_table(conn, "subagent_runs")? {
@@ -157,7 +166,7 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
     let mut groups: BTreeMap<String, UsageRow> = BTreeMap::new();
     let mut unpriced_models = std::collections::BTreeSet::new();
 
-    let (key_sql, project_col) = key_sql(options.by, "u");
+    let key_sql = key_sql(options.by, "u");
     let mut filters = vec!["1 = 1".to_owned()];
     if report.subagents {
         // A child session's own records are its run's usage: counted once,
@@ -167,16 +176,14 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
                 .to_owned(),
         );
     }
-    let mut args: Vec<SqlValue> = Vec::new();
-    push_filters(
-        &mut filters,
-        &mut args,
-        options,
-        since_ms,
-        until_ms,
-        "u",
-        project_col,
-    );
+    let columns = Columns {
+        cwd: "u.cwd",
+        project_dir: "u.project_dir",
+        session_id: "u.session_id",
+        file_path: "(SELECT f.path FROM files f WHERE f.file_id = u.file_id)",
+        time_ms: "u.timestamp_ms",
+    };
+    let args = push_filters(&mut filters, options, &columns, "u");
     let sql = format!(
         "SELECT {key_sql} AS k, u.provider, u.model, u.unpriced, count(*),
                 sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens),
@@ -219,89 +226,71 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
                 }
             }
         }
-        let key = render_key(options.by, &options.tz, raw_key);
+        let key = render_key(options.by, &options.scope.tz, raw_key);
         groups.entry(key).or_default().add(&part);
     }
     drop(result);
     drop(stmt);
 
     if report.subagents {
-        add_subagents(conn, options, since_ms, until_ms, &mut groups)?;
+        add_subagents(conn, options, &mut groups)?;
     }
     for (key, mut row) in groups {
         row.key = key;
-        report.total.add(&row);
         report.rows.push(row);
     }
-    report.total.key = "TOTAL".to_owned();
-    if !options.by.is_time() {
+    if options.by.is_time() {
+        // The latest periods.
+        if let Some(limit) = options.limit {
+            let cut = report.rows.len().saturating_sub(limit);
+            report.rows.drain(..cut);
+        }
+    } else {
         report.rows.sort_by(|a, b| {
             (b.cost + b.subagent_cost)
                 .total_cmp(&(a.cost + a.subagent_cost))
                 .then(b.total_tokens.cmp(&a.total_tokens))
                 .then(a.key.cmp(&b.key))
         });
+        if let Some(limit) = options.limit {
+            report.rows.truncate(limit);
+        }
     }
+    for row in &report.rows {
+        report.total.add(row);
+    }
+    report.total.key = "TOTAL".to_owned();
     report.unpriced_models = unpriced_models.into_iter().collect();
     Ok(report)
 }
 
-fn bounds(options: &UsageOptions) -> Result<(Option<i64>, Option<i64>), UsageError> {
-    let day = |text: &String| tz::parse_day(text).ok_or_else(|| UsageError::Date(text.clone()));
-    let since = match &options.since {
-        Some(text) => Some(options.tz.day_start_ms(day(text)?)),
-        None => None,
-    };
-    let until = match &options.until {
-        Some(text) => Some(options.tz.day_start_ms(day(text)? + 1)),
-        None => None,
-    };
-    Ok((since, until))
-}
-
-/// The SQL grouping expression for `by` over alias `a`, and the column that
-/// names a project for `--project`.
-fn key_sql(by: GroupBy, a: &str) -> (String, &'static str) {
-    let key = match by {
+/// The SQL grouping expression for `by` over alias `a`.
+fn key_sql(by: GroupBy, a: &str) -> String {
+    match by {
         // Quarter hours: every real UTC offset is a multiple of 15 minutes.
         GroupBy::Day | GroupBy::Week | GroupBy::Month => format!("{a}.timestamp_ms / 900000"),
         GroupBy::Model => format!("{a}.model"),
         GroupBy::Provider => format!("{a}.provider"),
-        GroupBy::Project => format!("{a}.project_dir"),
+        GroupBy::Project => format!("{a}.cwd"),
         GroupBy::Session => format!("{a}.session_id"),
-    };
-    (key, "project_dir")
+    }
 }
 
+/// Adds the scope's and `--model`'s conditions; returns their parameters.
 fn push_filters(
     filters: &mut Vec<String>,
-    args: &mut Vec<SqlValue>,
     options: &UsageOptions,
-    since_ms: Option<i64>,
-    until_ms: Option<i64>,
+    columns: &Columns<'_>,
     a: &str,
-    project_col: &str,
-) {
-    if let Some(since) = since_ms {
-        filters.push(format!("{a}.timestamp_ms >= ?{}", args.len() + 1));
-        args.push(SqlValue::Integer(since));
-    }
-    if let Some(until) = until_ms {
-        filters.push(format!("{a}.timestamp_ms < ?{}", args.len() + 1));
-        args.push(SqlValue::Integer(until));
-    }
-    if let Some(project) = &options.project {
-        let n = args.len() + 1;
-        filters.push(format!(
-            "({a}.{project_col} = ?{n} OR {a}.cwd = ?{n} OR instr({a}.cwd, ?{n}) > 0)"
-        ));
-        args.push(SqlValue::Text(project.clone()));
-    }
+) -> Vec<SqlValue> {
+    let scope = options.scope.conditions(columns, 1);
+    filters.extend(scope.sql);
+    let mut args = scope.params;
     if let Some(model) = &options.model {
-        let n = args.len() + 1;
-        filters.push(format!("instr({a}.model, ?{n}) > 0"));
+        filters.push(format!("instr({a}.model, ?{}) > 0", args.len() + 1));
         args.push(SqlValue::Text(model.clone()));
     }
+    args
 }
 
 fn render_key(by: GroupBy, tz: &Tz, raw: Option<SqlValue>) -> String {
@@ -375,22 +364,18 @@ const SUBAGENT_PROBE: &str =
 fn add_subagents(
     conn: &Connection,
     options: &UsageOptions,
-    since_ms: Option<i64>,
-    until_ms: Option<i64>,
     groups: &mut BTreeMap<String, UsageRow>,
 ) -> rusqlite::Result<()> {
-    let (key_sql, project_col) = key_sql(options.by, "r");
+    let key_sql = key_sql(options.by, "r");
     let mut filters = vec!["r.copy_no = 1".to_owned()];
-    let mut args: Vec<SqlValue> = Vec::new();
-    push_filters(
-        &mut filters,
-        &mut args,
-        options,
-        since_ms,
-        until_ms,
-        "r",
-        project_col,
-    );
+    let columns = Columns {
+        cwd: "r.cwd",
+        project_dir: "r.project_dir",
+        session_id: "r.session_id",
+        file_path: "r.file_path",
+        time_ms: "r.timestamp_ms",
+    };
+    let args = push_filters(&mut filters, options, &columns, "r");
     let sql = format!(
         "WITH runs AS (
            -- `counted`: the tool result carries the runs' spend as its own
@@ -401,7 +386,7 @@ fn add_subagents(
              FROM subagent_runs sr),
          r AS (
            SELECT sr.timestamp_ms, sr.model, NULL AS provider, sr.session_id,
-                  s.project_dir, s.cwd,
+                  s.project_dir, s.cwd, f.path AS file_path,
                   CASE WHEN sr.counted THEN 0
                        WHEN coalesce(sr.input_tokens, sr.output_tokens, sr.cache_read_tokens,
                                      sr.cache_write_tokens) IS NOT NULL
@@ -432,204 +417,8 @@ fn add_subagents(
             subagent_cost: row.get::<_, Option<f64>>(3)?.unwrap_or(0.0),
             ..UsageRow::default()
         };
-        let key = render_key(options.by, &options.tz, raw_key);
+        let key = render_key(options.by, &options.scope.tz, raw_key);
         groups.entry(key).or_default().add(&part);
     }
     Ok(())
-}
-
-/// Column names of the machine-readable output, in order.
-pub fn columns(report: &UsageReport, prices: bool) -> Vec<&'static str> {
-    let mut columns = vec![
-        "key",
-        "records",
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "total_tokens",
-        "cost",
-        "unpriced_tokens",
-    ];
-    if prices {
-        columns.push("repriced_tokens");
-    }
-    if report.subagents {
-        columns.extend(["subagent_runs", "subagent_tokens", "subagent_cost"]);
-    }
-    columns
-}
-
-fn round_money(value: f64) -> Value {
-    let rounded = (value * 1e6).round() / 1e6;
-    serde_json::Number::from_f64(rounded).map_or(Value::Null, Value::Number)
-}
-
-/// JSON/CSV rows: numbers stay numbers, no total row.
-pub fn to_rows(report: &UsageReport, prices: bool) -> Rows {
-    let columns = columns(report, prices);
-    let rows = report
-        .rows
-        .iter()
-        .map(|row| {
-            columns
-                .iter()
-                .map(|column| match *column {
-                    "key" => json!(row.key),
-                    "records" => json!(row.records),
-                    "input_tokens" => json!(row.input_tokens),
-                    "output_tokens" => json!(row.output_tokens),
-                    "cache_read_tokens" => json!(row.cache_read_tokens),
-                    "cache_write_tokens" => json!(row.cache_write_tokens),
-                    "total_tokens" => json!(row.total_tokens),
-                    "cost" => round_money(row.cost),
-                    "unpriced_tokens" => json!(row.unpriced_tokens),
-                    "repriced_tokens" => json!(row.repriced_tokens),
-                    "subagent_runs" => json!(row.subagent_runs),
-                    "subagent_tokens" => json!(row.subagent_tokens),
-                    _ => round_money(row.subagent_cost),
-                })
-                .collect()
-        })
-        .collect();
-    Rows {
-        columns: columns.into_iter().map(str::to_owned).collect(),
-        rows,
-    }
-}
-
-/// The table for people: grouped digits, dollars, a total row, and an
-/// optional bar per row (share of the largest cost, else of tokens).
-pub fn to_table(report: &UsageReport, prices: bool, chart: bool) -> Rows {
-    let mut columns: Vec<String> = [
-        "key",
-        "records",
-        "input",
-        "output",
-        "cache read",
-        "cache write",
-        "total",
-        "cost",
-        "unpriced",
-    ]
-    .iter()
-    .map(|c| (*c).to_owned())
-    .collect();
-    if prices {
-        columns.push("repriced".into());
-    }
-    if report.subagents {
-        columns.extend([
-            "subagent runs".into(),
-            "subagent tokens".into(),
-            "subagent cost".into(),
-        ]);
-    }
-    let by_cost = report.rows.iter().any(|r| r.cost > 0.0);
-    let measure = |r: &UsageRow| {
-        if by_cost {
-            r.cost + r.subagent_cost
-        } else {
-            (r.total_tokens + r.subagent_tokens) as f64
-        }
-    };
-    let max = report.rows.iter().map(measure).fold(0.0, f64::max);
-    if chart {
-        columns.push(if by_cost { "cost chart" } else { "token chart" }.into());
-    }
-    let cells = |row: &UsageRow, bar: Option<String>| -> Vec<Value> {
-        let mut cells = vec![
-            json!(row.key),
-            json!(group_digits(row.records)),
-            json!(group_digits(row.input_tokens)),
-            json!(group_digits(row.output_tokens)),
-            json!(group_digits(row.cache_read_tokens)),
-            json!(group_digits(row.cache_write_tokens)),
-            json!(group_digits(row.total_tokens)),
-            json!(dollars(row.cost)),
-            json!(if row.unpriced_tokens > 0 {
-                format!("{} !", group_digits(row.unpriced_tokens))
-            } else {
-                "0".to_owned()
-            }),
-        ];
-        if prices {
-            cells.push(json!(group_digits(row.repriced_tokens)));
-        }
-        if report.subagents {
-            cells.push(json!(group_digits(row.subagent_runs)));
-            cells.push(json!(group_digits(row.subagent_tokens)));
-            cells.push(json!(dollars(row.subagent_cost)));
-        }
-        if let Some(bar) = bar {
-            cells.push(json!(bar));
-        }
-        cells
-    };
-    let mut rows: Vec<Vec<Value>> = report
-        .rows
-        .iter()
-        .map(|row| cells(row, chart.then(|| bar(measure(row), max, 30))))
-        .collect();
-    rows.push(cells(&report.total, chart.then(String::new)));
-    Rows { columns, rows }
-}
-
-pub fn group_digits(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
-}
-
-pub fn dollars(value: f64) -> String {
-    if value != 0.0 && value.abs() < 0.01 {
-        format!("${value:.4}")
-    } else {
-        format!("${value:.2}")
-    }
-}
-
-/// A bar of `width` cells in eighth blocks for `value / max`.
-pub fn bar(value: f64, max: f64, width: usize) -> String {
-    if max <= 0.0 || value <= 0.0 {
-        return String::new();
-    }
-    let eighths = ((value / max) * (width * 8) as f64).round().max(1.0) as usize;
-    let mut out = "█".repeat(eighths / 8);
-    let partial = ["", "▏", "▎", "▍", "▌", "▋", "▊", "▉"][eighths % 8];
-    out.push_str(partial);
-    out
-}
-
-/// The warning for unpriced usage, if any is left.
-pub fn unpriced_warning(report: &UsageReport) -> Option<String> {
-    (report.total.unpriced_tokens > 0).then(|| {
-        format!(
-            "{} tokens have no price (Pi recorded cost 0 or none) and are NOT included in cost: {}; pass --prices FILE to price them",
-            group_digits(report.total.unpriced_tokens),
-            report.unpriced_models.join(", ")
-        )
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bars_and_digits() {
-        assert_eq!(bar(1.0, 1.0, 4), "████");
-        assert_eq!(bar(0.5, 1.0, 4), "██");
-        assert_eq!(bar(1.0 / 8.0, 1.0, 4), "▌");
-        assert_eq!(bar(0.0, 1.0, 4), "");
-        assert_eq!(group_digits(1_234_567), "1,234,567");
-        assert_eq!(group_digits(999), "999");
-        assert_eq!(dollars(3.5), "$3.50");
-    }
 }

@@ -253,7 +253,7 @@ impl Writer {
                 }
             }
             Ok(None) => found.push("no shard configuration; `piidx sync` creates it".into()),
-            Err(err) => found.push(err.to_string()),
+            Err(err) => found.push(crate::error_chain(&err)),
         }
         (!found.is_empty()).then(|| found.join("; "))
     }

@@ -61,7 +61,7 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
-    #[error("cannot create the directory for {path}: {source}")]
+    #[error("cannot create the directory for {path}")]
     CreateDir {
         path: PathBuf,
         source: std::io::Error,
@@ -70,9 +70,7 @@ pub enum StoreError {
         "{path} is not a SQLite database (or its header is destroyed); pass --db with another path, or run `piidx doctor --fix` to rebuild it (the old file is kept)"
     )]
     NotADatabase { path: PathBuf },
-    #[error(
-        "{path} is damaged ({source}); run `piidx doctor --fix` to rebuild it (the old file is kept)"
-    )]
+    #[error("{path} is damaged (run `piidx doctor --fix` to rebuild it; the old file is kept)")]
     Corrupt {
         path: PathBuf,
         source: rusqlite::Error,
@@ -92,7 +90,7 @@ pub enum StoreError {
     )]
     DiskFull { path: PathBuf },
     #[error(
-        "cannot open {path} ({source}); check that the path and its directory exist and are accessible, or pass --db with another path"
+        "cannot open {path} (check that the path and its directory exist and are accessible, or pass --db with another path)"
     )]
     CannotOpen {
         path: PathBuf,
@@ -104,7 +102,7 @@ pub enum StoreError {
         "the full-text shard {path} is missing, out of date or belongs to another database; run `piidx sync` to rebuild it"
     )]
     ShardMissing { path: PathBuf },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Sqlite {
         path: PathBuf,
         source: rusqlite::Error,

@@ -26,6 +26,9 @@ mod views;
 // `usage` and `tools`: sums against totals computed from the fixture files.
 mod usage;
 
+// What each command prints (snapshots at two widths), Markdown, layers.
+mod render;
+
 // `search`: known-item tokens, filters, identifiers, CJK, punctuation fuzz.
 mod search;
 

@@ -42,6 +42,11 @@ impl Env {
             .arg(&self.db)
             .args(args)
             .env_remove("PIIDX_DB")
+            // Output as for a program: no width, no colour, no pager.
+            .env_remove("COLUMNS")
+            .env_remove("NO_COLOR")
+            .env_remove("PAGER")
+            .env_remove("PIIDX_PAGER")
             .env("HOME", self.dir.path());
         command
     }

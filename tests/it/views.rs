@@ -491,7 +491,8 @@ fn show_marks_labels_and_images_and_json_path() {
     let tree = String::from_utf8_lossy(&out.stdout);
     let leaf = entries.last().unwrap().id.as_str();
     assert!(tree.lines().any(|l| l.starts_with('◀') && l.contains(leaf)));
-    assert_eq!(tree.lines().count(), entries.len() + 1);
+    // Two title lines: the session id, then its file.
+    assert_eq!(tree.lines().count(), entries.len() + 2);
 }
 
 #[test]

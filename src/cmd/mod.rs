@@ -1,0 +1,163 @@
+//! One file per subcommand: its options, turning them into the library's
+//! options, calling the library, rendering the answer, and the exit code.
+//! This file holds what they share: the global options, the scope, and the
+//! exit codes (documented in README.md).
+
+pub mod completions;
+pub mod doctor;
+pub mod export;
+pub mod man;
+pub mod roots;
+pub mod search;
+pub mod sessions;
+pub mod show;
+pub mod sql;
+pub mod subagents;
+pub mod sync;
+pub mod tools;
+pub mod tree;
+pub mod usage;
+
+use std::io::{BufWriter, StdoutLock};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow};
+
+use crate::cli::{Cli, Color, Command, ListArgs, ScopeArgs};
+use piidx::config;
+use piidx::query::scope::{Scope, When, now_ms};
+use piidx::query::tz::Tz;
+use piidx::render::{ColorChoice, Format, Term};
+use piidx::store::Index;
+use piidx::sync::SyncError;
+
+/// Some input could not be read in full (parse errors, skipped files,
+/// warnings); or, for `search`, nothing matched; or `doctor` found problems.
+pub const EXIT_PARTIAL: u8 = 1;
+pub const EXIT_FATAL: u8 = 2;
+/// Another sync held the lock for longer than `--wait`.
+pub const EXIT_BUSY: u8 = 3;
+/// A session root or file could not be read: what the index holds for it is kept.
+pub const EXIT_INCOMPLETE: u8 = 4;
+
+/// What every command gets besides its own options.
+pub struct Global {
+    pub db: PathBuf,
+    pub term: Term,
+}
+
+impl Global {
+    /// The index, for reading.
+    pub fn index(&self) -> Result<Index> {
+        Ok(Index::open(&self.db)?)
+    }
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let db = match cli.db {
+        Some(db) => db,
+        None => config::default_db().ok_or_else(|| {
+            anyhow!("cannot find a home directory for the database; pass --db PATH")
+        })?,
+    };
+    let color = match cli.color {
+        Color::Auto => ColorChoice::Auto,
+        Color::Always => ColorChoice::Always,
+        Color::Never => ColorChoice::Never,
+    };
+    let global = Global {
+        db: config::absolute(&db),
+        term: Term::stdout(color),
+    };
+    match cli.command {
+        Command::Sync(args) => sync::run(args, &global),
+        Command::Search(args) => search::run(args, &global),
+        Command::Sessions(args) => sessions::run(args, &global),
+        Command::Show(args) => show::run(args, &global),
+        Command::Tree(args) => tree::run(args, &global),
+        Command::Export(args) => export::run(args, &global),
+        Command::Usage(args) => usage::run(args, &global),
+        Command::Tools(args) => tools::run(args, &global),
+        Command::Subagents(args) => subagents::run(args, &global),
+        Command::Sql(args) => sql::run(args, &global),
+        Command::Doctor(args) => doctor::run(args, &global),
+        Command::Roots(args) => roots::run(args, &global),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
+    }
+}
+
+impl ScopeArgs {
+    /// The scope these options name; dates are read in the time zone.
+    pub fn scope(&self) -> Result<Scope> {
+        let tz = Tz::choose(self.tz.as_deref())?;
+        let now = now_ms();
+        let date = |option: &str, text: &Option<String>| -> Result<Option<When>> {
+            text.as_deref()
+                .map(|text| When::parse(text, now, &tz).with_context(|| format!("--{option}")))
+                .transpose()
+        };
+        Ok(Scope {
+            project: self.project.clone(),
+            cwd: self
+                .cwd
+                .as_deref()
+                .map(|cwd| config::absolute(cwd).to_string_lossy().into_owned()),
+            session: self.session.clone(),
+            since: date("since", &self.since)?,
+            until: date("until", &self.until)?,
+            tz,
+        })
+    }
+}
+
+impl ListArgs {
+    pub fn format(&self) -> Format {
+        Format::choose(self.json, self.csv)
+    }
+}
+
+/// Standard output, buffered: a locked stdout alone makes one `write` per
+/// line. Callers flush, so a failed write is seen.
+pub fn stdout() -> BufWriter<StdoutLock<'static>> {
+    BufWriter::new(std::io::stdout().lock())
+}
+
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    use piidx::doctor::DoctorError;
+    let busy = err.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<SyncError>(),
+            Some(SyncError::Busy { .. })
+        ) || matches!(
+            cause.downcast_ref::<DoctorError>(),
+            Some(DoctorError::Sync(SyncError::Busy { .. }))
+        )
+    });
+    if busy { EXIT_BUSY } else { EXIT_FATAL }
+}
+
+/// The error and its causes, each once: a `Display` in piidx never repeats
+/// its source, so the chain reads as one sentence.
+pub fn message(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// True when the reader of stdout went away (`piidx … | head`): like other
+/// CLIs, piidx then stops quietly. serde_json's writer wraps the IO error
+/// in its own, whose `source()` skips it, so that one is asked directly.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        let kind = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => Some(io.kind()),
+            None => cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind),
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}

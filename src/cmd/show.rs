@@ -1,0 +1,90 @@
+//! `piidx show`: a session's branch as a transcript, paged on a terminal.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::Global;
+use piidx::query::tree::{self, SessionTree};
+use piidx::render::transcript::{self, Options, Style, Tools};
+use piidx::render::{self, Pager};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id, unique id prefix, or session file path
+    pub session: String,
+    /// Show the branch ending at this entry id (or unique prefix) instead of the last entry
+    #[arg(long, value_name = "LEAF", conflicts_with = "all")]
+    pub branch: Option<String>,
+    /// Show every entry of the tree with its branch points
+    #[arg(long)]
+    pub all: bool,
+    /// Print the branch's entries (root to leaf) as a JSON array; image payloads become placeholders
+    #[arg(long, conflicts_with_all = ["markdown", "all"])]
+    pub json: bool,
+    /// Print CommonMark
+    #[arg(long)]
+    pub markdown: bool,
+    /// Print system prompts in full (by default: their sections and tools, with sizes)
+    #[arg(long)]
+    pub system: bool,
+    /// Tool calls on one line each, without their results
+    #[arg(long, conflicts_with = "tool_lines")]
+    pub no_tools: bool,
+    /// At most N lines of each tool result, then a marker saying how many more (0: all)
+    #[arg(long, value_name = "N")]
+    pub tool_lines: Option<usize>,
+    /// Never page (by default a terminal pages through $PIIDX_PAGER, $PAGER or less)
+    #[arg(long)]
+    pub no_pager: bool,
+}
+
+pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
+    let tree = load_tree(global, &args.session)?;
+    let term = &global.term;
+    let options = Options {
+        style: if args.markdown {
+            Style::Markdown
+        } else {
+            Style::Text
+        },
+        full_system: args.system,
+        tools: match (args.no_tools, args.tool_lines) {
+            (true, _) => Tools::Hidden,
+            (false, None | Some(0)) => Tools::Full,
+            (false, Some(n)) => Tools::Lines(n),
+        },
+        theme: if args.markdown || args.json {
+            render::Term::plain().theme()
+        } else {
+            term.theme()
+        },
+    };
+    let text = if args.all {
+        transcript::whole_tree(&tree, options)
+    } else {
+        let leaf = match &args.branch {
+            Some(id) => Some(tree.find(id)?),
+            None => tree.leaf(),
+        };
+        let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
+        if args.json {
+            let mut text = serde_json::to_string_pretty(&tree.entries_json(&path))?;
+            text.push('\n');
+            text
+        } else {
+            transcript::context(&tree, &path, options)
+        }
+    };
+    Pager::start(term, !args.no_pager && !args.json).show(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The tree of the session `arg` names, read in one snapshot.
+pub fn load_tree(global: &Global, arg: &str) -> Result<SessionTree> {
+    let index = global.index()?;
+    Ok(index.in_snapshot(|index| {
+        let found = tree::resolve(index, arg)?;
+        SessionTree::load(index, found)
+    })?)
+}

@@ -1,0 +1,42 @@
+//! `piidx subagents`: delegated runs, newest first.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::Global;
+use crate::cli::{ListArgs, ScopeArgs};
+use piidx::query::subagents::{self, SubagentsQuery};
+use piidx::render::misc;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only runs of this agent (e.g. worker, reviewer, scout)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Only failed runs (non-zero exit code, or an error stop reason)
+    #[arg(long)]
+    pub failed: bool,
+    /// Runs delegated by these sessions, started in --since/--until
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    #[command(flatten)]
+    pub list: ListArgs,
+}
+
+pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
+    let query = SubagentsQuery {
+        scope: args.scope.scope()?,
+        agent: args.agent,
+        failed: args.failed,
+        limit: args.list.limit,
+    };
+    let index = global.index()?;
+    let runs = subagents::run(&index, &query)
+        .with_context(|| format!("listing subagent runs in {}", global.db.display()))?;
+    let mut out = super::stdout();
+    misc::write_subagents(&mut out, &runs, args.list.format(), &global.term)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,56 @@
+//! `piidx sessions`: the table, and Pi's own `SessionInfo` objects for
+//! `--json` and `--csv`.
+
+use std::io::{self, Write};
+
+use crate::query::sessions::SessionInfo;
+
+use super::{Cell, Column, Format, Table, Term, minute, one_line, write_json};
+
+pub fn write(
+    out: &mut dyn Write,
+    sessions: &[SessionInfo],
+    format: Format,
+    term: &Term,
+) -> io::Result<()> {
+    match format {
+        Format::Json => {
+            let values: Vec<serde_json::Value> =
+                sessions.iter().map(SessionInfo::to_pi_json).collect();
+            write_json(out, &values)
+        }
+        Format::Csv => {
+            let values: Vec<serde_json::Value> =
+                sessions.iter().map(SessionInfo::to_pi_json).collect();
+            super::write_csv(out, &values)
+        }
+        Format::Table => table(sessions).write(out, term),
+    }
+}
+
+/// Newest first; a `*` after the id marks a file Pi's `listAll()` does not
+/// list (`--all`).
+pub fn table(sessions: &[SessionInfo]) -> Table {
+    let mut table = Table::new(vec![
+        Column::fixed("modified"),
+        Column::number("msgs"),
+        Column::fixed("id"),
+        Column::text("name / first message"),
+        Column::path("cwd").droppable(1),
+    ]);
+    for info in sessions {
+        let mut id: String = info.id.chars().take(8).collect();
+        if !info.listed_by_pi {
+            id.push('*');
+        }
+        let title = info.name.as_deref().unwrap_or(&info.first_message);
+        table.push(vec![
+            info.modified_ms.map(minute).unwrap_or_default().into(),
+            info.message_count.to_string().into(),
+            Cell::styled(id, anstyle::Style::new().effects(anstyle::Effects::BOLD)),
+            one_line(title).into(),
+            one_line(&info.cwd).into(),
+        ]);
+    }
+    table
+}

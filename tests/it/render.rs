@@ -1,0 +1,216 @@
+//! What each command prints: snapshots (insta, `tests/it/snapshots/`) of
+//! tables at 60 and 120 columns, JSON, CSV and Markdown, on the fixture
+//! trees (with a Japanese session, so CJK rows must line up); `show
+//! --markdown` parsed as CommonMark; and the layer boundary (`query/`
+//! never imports `render`).
+//!
+//! A changed snapshot fails the test; review it with `cargo insta review`
+//! (or rerun with `INSTA_UPDATE=always` and read the diff in git).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+use unicode_width::UnicodeWidthStr;
+
+use crate::util::{Env, copy_tree, fixtures};
+
+/// The sessions, pi152 and subagents trees in one root, synced.
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let env = Env::new();
+        for tree in ["sessions", "pi152", "subagents"] {
+            copy_tree(&fixtures().join(tree), &env.root);
+        }
+        env.sync();
+        env
+    })
+}
+
+/// `piidx ARGS` at `columns` wide (0: not a terminal), stdout with the
+/// temporary paths replaced by `[ROOT]`; the exit code must be 0. Tables
+/// must fit the width; transcripts, trees' paths and search hits hold
+/// text that may not be cut (commands, paths) and wrap in the terminal.
+fn output(columns: usize, args: &[&str]) -> String {
+    let env = env();
+    let mut command = env.command(args);
+    if columns > 0 {
+        command.env("COLUMNS", columns.to_string());
+    }
+    let out = command.env_remove("TZ").output().expect("run piidx");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let text = text.replace(&*env.root.to_string_lossy(), "[ROOT]");
+    let table = !matches!(args[0], "show" | "search") || args.contains(&"-l");
+    if columns > 0 && table {
+        // A tree's second line is its file's path, whole.
+        for line in text
+            .lines()
+            .enumerate()
+            .filter(|(n, _)| args[0] != "tree" || *n != 1)
+            .map(|(_, l)| l)
+        {
+            assert!(
+                line.width() <= columns,
+                "{args:?} at {columns} columns: {line:?} is {} wide",
+                line.width()
+            );
+        }
+    }
+    text
+}
+
+/// Snapshots of `args` at 60 and 120 columns.
+fn tables(name: &str, args: &[&str]) {
+    for columns in [60, 120] {
+        insta::assert_snapshot!(format!("{name}@{columns}"), output(columns, args));
+    }
+}
+
+const PROJ_B: &str = "019c3fae";
+const JAPANESE: &str = "019ca7fb";
+const SUBAGENT_RUNS: &str = "01a1b016";
+
+#[test]
+fn sessions_output() {
+    tables("sessions", &["sessions"]);
+    insta::assert_snapshot!(
+        "sessions.json",
+        output(0, &["sessions", "--json", "--limit", "3"])
+    );
+    insta::assert_snapshot!("sessions.csv", output(0, &["sessions", "--csv"]));
+}
+
+#[test]
+fn search_output() {
+    tables("search", &["search", "build", "-n", "3"]);
+    tables("search-cjk", &["search", "日本語"]);
+    tables("search-sessions", &["search", "build", "-l"]);
+    insta::assert_snapshot!(
+        "search.json",
+        output(0, &["search", "build", "-n", "2", "--json"])
+    );
+}
+
+#[test]
+fn usage_and_tools_output() {
+    tables("usage-month", &["usage", "--by", "month"]);
+    tables("usage-project", &["usage", "--by", "project"]);
+    insta::assert_snapshot!(
+        "usage.json",
+        output(0, &["usage", "--by", "model", "--json"])
+    );
+    insta::assert_snapshot!("usage.csv", output(0, &["usage", "--by", "day", "--csv"]));
+    tables("tools", &["tools"]);
+    insta::assert_snapshot!(
+        "tools.json",
+        output(0, &["tools", "--json", "--limit", "2"])
+    );
+    tables("subagents", &["subagents", "--limit", "6"]);
+    insta::assert_snapshot!("subagents.csv", output(0, &["subagents", "--csv"]));
+}
+
+#[test]
+fn tree_and_show_output() {
+    tables("tree", &["tree", SUBAGENT_RUNS]);
+    tables("tree-cjk", &["tree", JAPANESE]);
+    insta::assert_snapshot!("tree.json", output(0, &["tree", PROJ_B, "--json"]));
+    tables("show", &["show", PROJ_B, "--all", "--tool-lines", "2"]);
+    insta::assert_snapshot!("show-cjk", output(0, &["show", JAPANESE]));
+    insta::assert_snapshot!(
+        "show.md",
+        output(0, &["show", PROJ_B, "--all", "--markdown"])
+    );
+    insta::assert_snapshot!(
+        "show-no-tools",
+        output(0, &["show", SUBAGENT_RUNS, "--no-tools"])
+    );
+}
+
+#[test]
+fn sql_output() {
+    let query =
+        "SELECT session_id, name, message_count, cwd FROM sessions ORDER BY session_id LIMIT 6";
+    tables("sql", &["sql", query]);
+    insta::assert_snapshot!("sql.json", output(0, &["sql", query, "--json"]));
+    insta::assert_snapshot!("sql.csv", output(0, &["sql", query, "--csv"]));
+}
+
+/// Every session's `show --markdown` is CommonMark whose quotes hold only
+/// thinking: a reply after a thinking block is not pulled into the quote,
+/// and tool output stays in its fence.
+#[test]
+fn markdown_is_commonmark() {
+    let ids = output(0, &["sql", "SELECT session_id FROM sessions", "--csv"]);
+    let mut checked = 0;
+    for id in ids.lines().skip(1) {
+        let text = output(0, &["show", id, "--all", "--markdown"]);
+        let mut quote_depth = 0;
+        let mut in_quote_text = String::new();
+        for event in Parser::new(&text) {
+            match event {
+                Event::Start(Tag::BlockQuote(_)) => {
+                    quote_depth += 1;
+                    in_quote_text.clear();
+                }
+                Event::End(TagEnd::BlockQuote(_)) => {
+                    quote_depth -= 1;
+                    assert!(
+                        in_quote_text.starts_with("thinking:"),
+                        "{id}: a quote holds {in_quote_text:?}"
+                    );
+                }
+                Event::Text(t) | Event::Code(t) if quote_depth > 0 => in_quote_text.push_str(&t),
+                _ => {}
+            }
+        }
+        assert_eq!(quote_depth, 0, "{id}");
+        checked += 1;
+    }
+    assert!(checked > 20, "{checked} sessions");
+    // The reply after the thinking is a paragraph of its own.
+    let text = output(0, &["show", PROJ_B, "--all", "--markdown"]);
+    let mut depth = 0;
+    let mut reply_outside = false;
+    for event in Parser::new(&text) {
+        match event {
+            Event::Start(Tag::BlockQuote(_)) => depth += 1,
+            Event::End(TagEnd::BlockQuote(_)) => depth -= 1,
+            Event::Code(code) if &*code == "cargo build --release" => reply_outside = depth == 0,
+            _ => {}
+        }
+    }
+    assert!(reply_outside, "{text}");
+}
+
+/// `query/` returns typed answers; only `render/` and the binary print.
+#[test]
+fn query_never_imports_render() {
+    let query = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/query");
+    let mut files = 0;
+    for entry in walkdir::WalkDir::new(&query) {
+        let entry = entry.expect("walk src/query");
+        if entry.path().extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        files += 1;
+        let text = std::fs::read_to_string(entry.path()).expect("read source");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            assert!(
+                !code.contains("render::")
+                    && !code.contains("render::{")
+                    && !code.contains("crate::render"),
+                "{}:{}: query/ must not use the render layer: {line}",
+                entry.path().display(),
+                n + 1
+            );
+        }
+    }
+    assert!(files > 5);
+}
