@@ -21,8 +21,9 @@ pub enum TzError {
     Bad { path: PathBuf, reason: String },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Tz {
+    #[default]
     Utc,
     /// Seconds east of UTC.
     Fixed(i32),
@@ -36,12 +37,6 @@ pub enum Tz {
         /// After the last transition: the footer rule.
         tail: Option<Posix>,
     },
-}
-
-impl Default for Tz {
-    fn default() -> Tz {
-        Tz::Utc
-    }
 }
 
 impl Tz {
