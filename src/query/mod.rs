@@ -1,12 +1,10 @@
 //! Stage 6: questions asked of the index. Each submodule answers one command
 //! with typed rows; printing is `output`'s job.
 
-pub mod chunk_text;
 pub mod export;
 pub mod rank;
 pub mod scope;
 pub mod search;
-pub mod search_query;
 pub mod sessions;
 pub mod show;
 pub mod sql;

@@ -361,7 +361,7 @@ fn full_resync_keeps_the_trigram_index_consistent() {
 }
 
 /// Search cuts a hit's text out of `entries.raw` with a scan
-/// (`query::chunk_text`) instead of the `fts_content` view, which parses the
+/// (`query::search::chunk_text`) instead of the `fts_content` view, which parses the
 /// whole entry: both must give the same text for every chunk of every
 /// fixture tree, multi-MB fields cut into many chunks included.
 #[test]
@@ -396,7 +396,8 @@ fn scanned_chunk_text_is_what_fts_content_gives() {
             .collect::<Vec<_>>();
         assert!(rows.len() > 30, "{tree}: {} chunks", rows.len());
         for (chunk_id, raw, path, start, len, body) in rows {
-            let scanned = piidx::query::chunk_text::span_text(raw.as_bytes(), &path, start, len);
+            let scanned =
+                piidx::query::search::chunk_text::span_text(raw.as_bytes(), &path, start, len);
             assert_eq!(scanned, Some(body), "{tree}: chunk {chunk_id} at {path}");
         }
     }

@@ -1,0 +1,299 @@
+//! Which index answers a search (`Plan`: an FTS5 table and its MATCH
+//! expression, or a scan for terms), and the filters as SQL conditions
+//! (`Filters`). Both come from the options alone, before any row is read,
+//! so that the shard readers can start scoring before the index is open;
+//! the driver builds every stage's SQL from them.
+
+use rusqlite::types::Value as SqlValue;
+
+use super::syntax::{Translated, has_unspaced_script, translate};
+use super::{SearchError, SearchOptions};
+use crate::time::{parse_day, parse_iso_ms};
+
+/// SQL condition for one `--role` value (fixed strings only, never user text).
+pub(super) fn role_condition(role: &str) -> Result<&'static str, SearchError> {
+    let normalized = role.trim().to_lowercase().replace('-', "_");
+    Ok(match normalized.as_str() {
+        "user" => "c.kind = 'user'",
+        "assistant" => "c.kind = 'assistant'",
+        "thinking" => "c.kind = 'thinking'",
+        "tool_call" | "toolcall" => "c.kind = 'tool_call'",
+        "tool_result" | "toolresult" => "c.kind = 'tool_result'",
+        "bash" | "bashexecution" | "bash_execution" => "c.kind = 'bash'",
+        "summary" => "c.kind = 'summary'",
+        "compaction" | "compactionsummary" | "compaction_summary" => {
+            "(c.kind = 'summary' AND (e.type = 'compaction' OR mm.role = 'compactionSummary'))"
+        }
+        "branch_summary" | "branchsummary" | "branch" => {
+            "(c.kind = 'summary' AND (e.type = 'branch_summary' OR mm.role = 'branchSummary'))"
+        }
+        "custom" | "custom_message" => "c.kind = 'custom'",
+        "system" => "c.kind = 'system'",
+        "usage" => "c.kind = 'usage'",
+        "context_edit" | "contextedit" => "c.kind = 'context_edit'",
+        "label" => "c.kind = 'label'",
+        "session_name" | "name" | "session_info" => "c.kind = 'session_name'",
+        "other" => "c.kind = 'other'",
+        _ => return Err(SearchError::Role(role.to_owned())),
+    })
+}
+
+/// `YYYY-MM-DD` (start of that UTC day, or the next day's start for `until`)
+/// or an ISO time.
+pub(super) fn parse_date(text: &str, end_of_day: bool) -> Result<i64, SearchError> {
+    let trimmed = text.trim();
+    if let Some(ms) = parse_iso_ms(trimmed) {
+        return Ok(if end_of_day { ms + 1 } else { ms });
+    }
+    match parse_day(trimmed) {
+        Some(day) => Ok((day + i64::from(end_of_day)) * 86_400_000),
+        None => Err(SearchError::Date(text.to_owned())),
+    }
+}
+
+/// Filters as SQL conditions plus their parameters (appended after the
+/// query parameter, numbered from `first`).
+pub(super) struct Filters {
+    pub sql: Vec<String>,
+    pub params: Vec<SqlValue>,
+}
+
+/// Whether some condition reads `alias.` columns (`e` entries, `s` sessions).
+pub(super) fn mentions(conditions: &[String], alias: &str) -> bool {
+    let needle = format!("{alias}.");
+    conditions.iter().any(|condition| {
+        condition.match_indices(&needle).any(|(at, _)| {
+            at == 0
+                || !condition.as_bytes()[at - 1].is_ascii_alphanumeric()
+                    && condition.as_bytes()[at - 1] != b'_'
+        })
+    })
+}
+
+impl Filters {
+    pub fn build(options: &SearchOptions, first: usize) -> Result<Filters, SearchError> {
+        let mut filters = Filters {
+            sql: Vec::new(),
+            params: Vec::new(),
+        };
+        let mut next = first;
+        let mut param = |filters: &mut Filters, value: SqlValue| -> usize {
+            filters.params.push(value);
+            next += 1;
+            next - 1
+        };
+        if !options.roles.is_empty() {
+            let mut any = Vec::new();
+            for role in &options.roles {
+                for part in role.split(',').filter(|p| !p.trim().is_empty()) {
+                    any.push(role_condition(part)?);
+                }
+            }
+            if !any.is_empty() {
+                filters.sql.push(format!("({})", any.join(" OR ")));
+            }
+        }
+        if !options.entry_types.is_empty() {
+            let mut any = Vec::new();
+            for entry_type in &options.entry_types {
+                let n = param(&mut filters, entry_type.trim().to_owned().into());
+                any.push(format!("e.type = ?{n}"));
+            }
+            filters.sql.push(format!("({})", any.join(" OR ")));
+        }
+        if let Some(project) = &options.project {
+            let n = param(&mut filters, project.clone().into());
+            filters
+                .sql
+                .push(format!("(s.project_dir = ?{n} OR instr(s.cwd, ?{n}) > 0)"));
+        }
+        if let Some(cwd) = &options.cwd {
+            let trimmed = cwd.trim_end_matches('/');
+            let n = param(&mut filters, trimmed.to_owned().into());
+            filters.sql.push(format!(
+                "(s.cwd = ?{n} OR substr(s.cwd, 1, length(?{n}) + 1) = ?{n} || '/')"
+            ));
+        }
+        if let Some(session) = &options.session {
+            let n = param(&mut filters, session.clone().into());
+            filters.sql.push(format!(
+                "(substr(s.session_id, 1, length(?{n})) = ?{n} OR s.file_path = ?{n})"
+            ));
+        }
+        if let Some(tool) = &options.tool {
+            let n = param(&mut filters, tool.clone().into());
+            filters
+                .sql
+                .push(format!("c.tool_name = ?{n} COLLATE NOCASE"));
+        }
+        if let Some(model) = &options.model {
+            let n = param(&mut filters, model.to_lowercase().into());
+            filters
+                .sql
+                .push(format!("instr(lower(mm.model), ?{n}) > 0"));
+        }
+        if let Some(since) = &options.since {
+            let n = param(&mut filters, parse_date(since, false)?.into());
+            filters.sql.push(format!("e.timestamp_ms >= ?{n}"));
+        }
+        if let Some(until) = &options.until {
+            let n = param(&mut filters, parse_date(until, true)?.into());
+            filters.sql.push(format!("e.timestamp_ms < ?{n}"));
+        }
+        Ok(filters)
+    }
+
+    pub fn clause(&self) -> String {
+        self.sql
+            .iter()
+            .map(|condition| format!(" AND {condition}"))
+            .collect()
+    }
+
+    /// For a ranked word search: the conditions on the session alone
+    /// (`--project`, `--cwd`, `--session`) as a restriction of the FTS query
+    /// to the chunks of those sessions' files, for when the newest matches
+    /// of a common word hold too few of theirs: every match was then ranked
+    /// and joined (`the --project auth`: 176 ms on 1 GB, 40 ms so). Not the
+    /// first try: the set of a big project's chunk ids costs ~20 ms to build.
+    pub fn fts_restriction(&self) -> String {
+        let conditions: Vec<&str> = self
+            .sql
+            .iter()
+            .filter(|condition| {
+                let one = std::slice::from_ref(*condition);
+                mentions(one, "s") && !["c", "e", "mm"].iter().any(|a| mentions(one, a))
+            })
+            .map(String::as_str)
+            .collect();
+        if conditions.is_empty() {
+            return String::new();
+        }
+        // `+rowid`: a filter on each match, not a rowid lookup per member.
+        format!(
+            " AND +rowid IN (SELECT coalesce(c.fts_rowid, c.chunk_id) FROM sessions s
+                              CROSS JOIN chunks c ON c.file_id = s.file_id WHERE {})",
+            conditions.join(" AND ")
+        )
+    }
+}
+
+/// Which index answers the query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// MATCH on an FTS table.
+    Fts { table: &'static str, expr: String },
+    /// Every term looked for in the chunk text (`scan_chunks`); `unspaced`
+    /// limits the scan to the chunks in fts_trigram (all chunks with CJK & co).
+    Scan { terms: Vec<String>, unspaced: bool },
+}
+
+pub(super) fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
+    if options.raw {
+        let table = if has_unspaced_script(&options.query) {
+            "fts_trigram"
+        } else {
+            "fts"
+        };
+        return Ok(Plan::Fts {
+            table,
+            expr: options.query.clone(),
+        });
+    }
+    let Translated { expr, terms } = translate(&options.query);
+    if expr.is_empty() {
+        return Err(SearchError::Empty(options.query.clone()));
+    }
+    let unspaced = has_unspaced_script(&options.query);
+    if options.substring && !unspaced {
+        // The trigram table only holds unspaced-script chunks (docs/search.md).
+        return Ok(Plan::Scan {
+            terms,
+            unspaced: false,
+        });
+    }
+    if options.substring || unspaced {
+        if terms.iter().all(|term| term.chars().count() >= 3) {
+            return Ok(Plan::Fts {
+                table: "fts_trigram",
+                expr,
+            });
+        }
+        return Ok(Plan::Scan {
+            terms,
+            unspaced: true,
+        });
+    }
+    Ok(Plan::Fts { table: "fts", expr })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_date("2026-02-01", false).unwrap(), 1_769_904_000_000);
+        assert_eq!(
+            parse_date("2026-02-01", true).unwrap(),
+            1_769_904_000_000 + 86_400_000
+        );
+        assert_eq!(
+            parse_date("2026-02-01T00:00:00Z", false).unwrap(),
+            1_769_904_000_000
+        );
+        assert!(parse_date("yesterday", false).is_err());
+        assert!(parse_date("2026-13-01", false).is_err());
+    }
+
+    #[test]
+    fn roles_and_aliases() {
+        for role in ["toolResult", "tool-result", "tool_result", "TOOL_RESULT"] {
+            assert_eq!(role_condition(role).unwrap(), "c.kind = 'tool_result'");
+        }
+        assert!(role_condition("nope").is_err());
+    }
+
+    #[test]
+    fn plans() {
+        let options = |query: &str, substring: bool| SearchOptions {
+            query: query.to_owned(),
+            substring,
+            ..SearchOptions::default()
+        };
+        assert!(matches!(
+            plan(&options("foo", false)),
+            Ok(Plan::Fts { table: "fts", .. })
+        ));
+        assert!(matches!(
+            plan(&options("桜餅テスト", false)),
+            Ok(Plan::Fts {
+                table: "fts_trigram",
+                ..
+            })
+        ));
+        assert!(matches!(
+            plan(&options("桜餅", false)),
+            Ok(Plan::Scan { .. })
+        ));
+        assert!(matches!(
+            plan(&options("istAl", true)),
+            Ok(Plan::Scan { .. })
+        ));
+        assert!(matches!(
+            plan(&options("()", false)),
+            Err(SearchError::Empty(_))
+        ));
+    }
+
+    #[test]
+    fn filters_name_the_tables_they_read() {
+        let conditions = vec![
+            "c.kind = 'user'".to_owned(),
+            "instr(lower(mm.model), ?3) > 0".to_owned(),
+        ];
+        assert!(!mentions(&conditions, "e") && !mentions(&conditions, "s"));
+        assert!(mentions(&["(e.type = 'compaction')".to_owned()], "e"));
+        assert!(mentions(&["s.cwd = ?3".to_owned()], "s"));
+    }
+}
