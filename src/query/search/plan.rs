@@ -227,6 +227,20 @@ pub(super) fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
     Ok(Plan::Fts { table: "fts", expr })
 }
 
+/// A word query's parameters: the MATCH expression as ?1, the row limit as
+/// ?2 (NULL when the query has none), then the filters from ?3.
+pub(super) fn query_params(
+    expr: &str,
+    limit: Option<usize>,
+    filters: &[SqlValue],
+) -> Vec<SqlValue> {
+    let limit = limit.map_or(SqlValue::Null, |limit| SqlValue::Integer(limit as i64));
+    [SqlValue::Text(expr.to_owned()), limit]
+        .into_iter()
+        .chain(filters.iter().cloned())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,8 +9,9 @@ use std::sync::mpsc;
 use rusqlite::types::Value as SqlValue;
 
 use super::plan::{Plan, plan};
+use super::stage::{query_rows, rank_window};
 use super::weigh::{best_bm25_first, rank_sql};
-use super::{RANK_WINDOW, SearchError, SearchOptions, Sort, query_rows};
+use super::{SearchError, SearchOptions, Sort};
 use crate::query::rank;
 use crate::store::Index;
 
@@ -95,7 +96,7 @@ impl ScoringStarted {
     /// shards as there are files.
     fn start(db: &Path, table: &str, expr: String, workers: &[ShardWorker]) -> ScoringStarted {
         let shards = workers.len() + 1;
-        let window = format!(" ORDER BY rowid DESC LIMIT {}", RANK_WINDOW / shards as i64);
+        let window = rank_window(shards);
         let sqls: Vec<String> = (0..shards)
             .map(|shard| {
                 let source = format!("{}.{table}", crate::store::shard_schema(shard));

@@ -10,8 +10,10 @@ use std::sync::Arc;
 
 use rusqlite::types::Value as SqlValue;
 
+use super::SearchError;
+use super::plan::query_params;
 use super::shards::{ShardWorker, on_connections};
-use super::{SearchError, query_params, query_rows};
+use super::stage::query_rows;
 use crate::query::rank;
 use crate::store::Index;
 
