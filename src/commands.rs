@@ -427,20 +427,29 @@ fn export(db: PathBuf, args: ExportArgs) -> Result<ExitCode> {
 }
 
 fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
+    use piidx::query::scope::{self, Scope, When};
     use piidx::query::search::{MARK_CLOSE, MARK_OPEN, SearchOptions, ShardConnections, Sort};
+    use piidx::query::tz::Tz;
+    let tz = Tz::choose(None)?;
+    let now = scope::now_ms();
+    let when = |date: Option<String>| date.map(|date| When::parse(&date, now, &tz)).transpose();
+    let (since, until) = (when(args.since)?, when(args.until)?);
     let options = SearchOptions {
         query: args.query,
-        project: args.project,
-        cwd: args
-            .cwd
-            .map(|cwd| config::absolute(&cwd).to_string_lossy().into_owned()),
-        session: args.session,
+        scope: Scope {
+            project: args.project,
+            cwd: args
+                .cwd
+                .map(|cwd| config::absolute(&cwd).to_string_lossy().into_owned()),
+            session: args.session,
+            since,
+            until,
+            tz,
+        },
         roles: args.role,
         entry_types: args.entry_type,
         tool: args.tool,
         model: args.model,
-        since: args.since,
-        until: args.until,
         limit: args.limit,
         sort: match args.sort {
             SortArg::Rank => Sort::Rank,

@@ -166,6 +166,7 @@ fn filters_include_and_exclude() {
         (&["zebrafrost", "--cwd", "/home/user/proj-a/"], 1),
         (&["zebrafrost", "--cwd", "/home/user"], 1),
         (&["zebrafrost", "--cwd", "/home/user/proj"], 0),
+        (&["zebrafrost", "--cwd", "/"], 1),
         (&["zebrafrost", "--since", "2026-02-01"], 0),
         (&["zebrafrost", "--since", "2026-01-31"], 1),
         (&["zebrafrost", "--until", "2026-01-31"], 1),
@@ -188,7 +189,7 @@ fn filters_include_and_exclude() {
     assert!(search(env, &["zebrafrost", "--session", &other.session_id]).is_empty());
     let out = env.run(&["search", "zebrafrost", "--since", "last week"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("YYYY-MM-DD"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the date \"last week\""));
 }
 
 #[test]

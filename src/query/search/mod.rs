@@ -36,6 +36,7 @@ mod weigh;
 use serde::Serialize;
 
 use crate::query::rank;
+use crate::query::scope::Scope;
 use crate::store::Index;
 use plan::{Filters, Plan, plan};
 pub use shards::ShardConnections;
@@ -56,16 +57,14 @@ pub enum Sort {
 #[derive(Debug, Clone, Default)]
 pub struct SearchOptions {
     pub query: String,
-    pub project: Option<String>,
-    pub cwd: Option<String>,
-    pub session: Option<String>,
+    /// The sessions and the time searched (`--project`, `--cwd`,
+    /// `--session`, `--since`, `--until`).
+    pub scope: Scope,
     pub roles: Vec<String>,
     /// Entry types (`message`, `compaction`, or one piidx does not know).
     pub entry_types: Vec<String>,
     pub tool: Option<String>,
     pub model: Option<String>,
-    pub since: Option<String>,
-    pub until: Option<String>,
     pub limit: usize,
     pub sort: Sort,
     pub raw: bool,
@@ -131,8 +130,6 @@ pub enum SearchError {
         "unknown role {0:?}; use one of user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, usage, context_edit, label, session_name, other"
     )]
     Role(String),
-    #[error("cannot read the date {0:?}; use YYYY-MM-DD or an ISO time like 2026-02-01T10:00:00Z")]
-    Date(String),
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
     #[error(transparent)]

@@ -8,7 +8,7 @@ use rusqlite::types::Value as SqlValue;
 
 use super::syntax::{Translated, has_unspaced_script, translate};
 use super::{SearchError, SearchOptions};
-use crate::time::{parse_day, parse_iso_ms};
+use crate::query::scope::Columns;
 
 /// SQL condition for one `--role` value (fixed strings only, never user text).
 pub(super) fn role_condition(role: &str) -> Result<&'static str, SearchError> {
@@ -38,19 +38,6 @@ pub(super) fn role_condition(role: &str) -> Result<&'static str, SearchError> {
     })
 }
 
-/// `YYYY-MM-DD` (start of that UTC day, or the next day's start for `until`)
-/// or an ISO time.
-pub(super) fn parse_date(text: &str, end_of_day: bool) -> Result<i64, SearchError> {
-    let trimmed = text.trim();
-    if let Some(ms) = parse_iso_ms(trimmed) {
-        return Ok(if end_of_day { ms + 1 } else { ms });
-    }
-    match parse_day(trimmed) {
-        Some(day) => Ok((day + i64::from(end_of_day)) * 86_400_000),
-        None => Err(SearchError::Date(text.to_owned())),
-    }
-}
-
 /// Filters as SQL conditions plus their parameters (appended after the
 /// query parameter, numbered from `first`).
 pub(super) struct Filters {
@@ -76,11 +63,9 @@ impl Filters {
             sql: Vec::new(),
             params: Vec::new(),
         };
-        let mut next = first;
-        let mut param = |filters: &mut Filters, value: SqlValue| -> usize {
+        let param = |filters: &mut Filters, value: SqlValue| -> usize {
             filters.params.push(value);
-            next += 1;
-            next - 1
+            first + filters.params.len() - 1
         };
         if !options.roles.is_empty() {
             let mut any = Vec::new();
@@ -101,25 +86,16 @@ impl Filters {
             }
             filters.sql.push(format!("({})", any.join(" OR ")));
         }
-        if let Some(project) = &options.project {
-            let n = param(&mut filters, project.clone().into());
-            filters
-                .sql
-                .push(format!("(s.project_dir = ?{n} OR instr(s.cwd, ?{n}) > 0)"));
-        }
-        if let Some(cwd) = &options.cwd {
-            let trimmed = cwd.trim_end_matches('/');
-            let n = param(&mut filters, trimmed.to_owned().into());
-            filters.sql.push(format!(
-                "(s.cwd = ?{n} OR substr(s.cwd, 1, length(?{n}) + 1) = ?{n} || '/')"
-            ));
-        }
-        if let Some(session) = &options.session {
-            let n = param(&mut filters, session.clone().into());
-            filters.sql.push(format!(
-                "(substr(s.session_id, 1, length(?{n})) = ?{n} OR s.file_path = ?{n})"
-            ));
-        }
+        // The sessions and the time (`--project`, `--cwd`, `--session`,
+        // `--since`, `--until`) as every command reads them. Those of the
+        // sessions read only `s.` columns, so `fts_restriction` can restrict
+        // the shards' queries with them.
+        let scope = options.scope.conditions(
+            &Columns::sessions("e.timestamp_ms"),
+            first + filters.params.len(),
+        );
+        filters.sql.extend(scope.sql);
+        filters.params.extend(scope.params);
         if let Some(tool) = &options.tool {
             let n = param(&mut filters, tool.clone().into());
             filters
@@ -131,14 +107,6 @@ impl Filters {
             filters
                 .sql
                 .push(format!("instr(lower(mm.model), ?{n}) > 0"));
-        }
-        if let Some(since) = &options.since {
-            let n = param(&mut filters, parse_date(since, false)?.into());
-            filters.sql.push(format!("e.timestamp_ms >= ?{n}"));
-        }
-        if let Some(until) = &options.until {
-            let n = param(&mut filters, parse_date(until, true)?.into());
-            filters.sql.push(format!("e.timestamp_ms < ?{n}"));
         }
         Ok(filters)
     }
@@ -244,21 +212,7 @@ pub(super) fn query_params(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates() {
-        assert_eq!(parse_date("2026-02-01", false).unwrap(), 1_769_904_000_000);
-        assert_eq!(
-            parse_date("2026-02-01", true).unwrap(),
-            1_769_904_000_000 + 86_400_000
-        );
-        assert_eq!(
-            parse_date("2026-02-01T00:00:00Z", false).unwrap(),
-            1_769_904_000_000
-        );
-        assert!(parse_date("yesterday", false).is_err());
-        assert!(parse_date("2026-13-01", false).is_err());
-    }
+    use crate::query::scope::{Scope, When};
 
     #[test]
     fn roles_and_aliases() {
@@ -309,5 +263,35 @@ mod tests {
         assert!(!mentions(&conditions, "e") && !mentions(&conditions, "s"));
         assert!(mentions(&["(e.type = 'compaction')".to_owned()], "e"));
         assert!(mentions(&["s.cwd = ?3".to_owned()], "s"));
+    }
+
+    #[test]
+    fn session_conditions_restrict_the_shards_and_times_do_not() {
+        let options = SearchOptions {
+            query: "x".to_owned(),
+            roles: vec!["user".to_owned()],
+            scope: Scope {
+                project: Some("proj".to_owned()),
+                cwd: Some("/".to_owned()),
+                session: Some("0a1b".to_owned()),
+                since: Some(When::Instant(5)),
+                ..Scope::default()
+            },
+            tool: Some("bash".to_owned()),
+            ..SearchOptions::default()
+        };
+        let filters = Filters::build(&options, 3).unwrap();
+        // The role, three of the sessions, the time, the tool.
+        assert_eq!(filters.sql.len(), 6);
+        assert_eq!(filters.params.len(), 5);
+        assert_eq!(filters.sql[4], "e.timestamp_ms >= ?6");
+        assert_eq!(filters.sql[5], "c.tool_name = ?7 COLLATE NOCASE");
+        let restriction = filters.fts_restriction();
+        for condition in &filters.sql[1..4] {
+            assert!(restriction.contains(condition.as_str()), "{condition}");
+        }
+        for other in ["c.kind", "timestamp_ms", "?6", "tool_name"] {
+            assert!(!restriction.contains(other), "{other}");
+        }
     }
 }

@@ -410,6 +410,7 @@ pub(super) fn query_rows<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::scope::Scope;
     use crate::query::search::plan::plan;
 
     /// The attempts of a search for `query` with `flags` (`--raw`,
@@ -424,7 +425,10 @@ mod tests {
             } else {
                 Sort::Rank
             },
-            project: flags.contains(&"project").then(|| "proj".to_owned()),
+            scope: Scope {
+                project: flags.contains(&"project").then(|| "proj".to_owned()),
+                ..Scope::default()
+            },
             limit: 20,
             ..SearchOptions::default()
         };
