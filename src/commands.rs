@@ -428,7 +428,7 @@ fn export(db: PathBuf, args: ExportArgs) -> Result<ExitCode> {
 
 fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
     use piidx::query::scope::{self, Scope, When};
-    use piidx::query::search::{MARK_CLOSE, MARK_OPEN, SearchOptions, ShardConnections, Sort};
+    use piidx::query::search::{HeadStart, MARK_CLOSE, MARK_OPEN, SearchOptions, Sort};
     use piidx::query::tz::Tz;
     let tz = Tz::choose(None)?;
     let now = scope::now_ms();
@@ -458,10 +458,11 @@ fn search(db: PathBuf, args: SearchArgs) -> Result<ExitCode> {
         raw: args.raw,
         substring: args.substring,
     };
-    // The shards' own connections open while this thread opens the main one.
-    let shard_connections = ShardConnections::open(&db, &options);
+    // The shards' readers open (and start scoring) while this thread opens
+    // the main connection.
+    let head_start = HeadStart::open(&db, &options);
     let store = Index::open(&db)?;
-    let mut hits = query::search::search(&store, shard_connections, &options)?;
+    let mut hits = query::search::search(&store, head_start, &options)?;
     let mut out = buffered_stdout();
     let colour = !args.json && std::io::stdout().is_terminal();
     let (open, close) = if colour {

@@ -2,7 +2,6 @@
 //! with typed rows; printing is `output`'s job.
 
 pub mod export;
-pub mod rank;
 pub mod scope;
 pub mod search;
 pub mod sessions;

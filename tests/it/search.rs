@@ -724,7 +724,7 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
     let shards = store.attach_fts().expect("shards");
     assert_eq!(shards.len(), 2);
     let conn = store.connection();
-    piidx::query::rank::register(conn).expect("register");
+    piidx::store::rank::register(conn).expect("register");
     let scored = |expr: &str, kinds: &[&str], since_ms: i64, weights: &str| {
         let mut rows: Vec<(f64, i64, i64, String)> = Vec::new();
         for shard in &shards {

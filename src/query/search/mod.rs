@@ -13,8 +13,8 @@
 //!
 //! Ranking is bm25 (`rank::FUNCTION`) times a per-kind weight, best chunk per
 //! entry. Each shard scores its matches in parallel (the shards after the
-//! first on `ShardConnections`, opened in the background from the start of
-//! the command), then `weigh` looks the matches up in bm25 order until the
+//! first on the store's `ShardReaders`, opened in the background from the
+//! start of the command: `HeadStart`), then `weigh` looks the matches up in bm25 order until the
 //! top `limit` entries are settled. A very common word is ranked (or sorted
 //! by time) among its newest matches first, and among more only when those
 //! hold too few hits: `stage` lists these attempts and runs each one. The
@@ -27,21 +27,22 @@ pub mod chunk_text;
 mod hit;
 mod plan;
 mod scan;
-mod shards;
 mod snippet;
 mod stage;
 pub mod syntax;
 mod weigh;
 
+use std::path::Path;
+
+use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
 
-use crate::query::rank;
 use crate::query::scope::Scope;
-use crate::store::Index;
+use crate::store::{Index, ShardReadError, ShardReaders, Started, rank, shard_schema};
 use plan::{Filters, Plan, plan};
-pub use shards::ShardConnections;
-use stage::Stage1;
 pub use stage::{RANK_WINDOW, RECENT_WINDOW};
+use stage::{Stage1, rank_window};
+use weigh::{best_bm25_first, rank_sql};
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.
 pub const MARK_OPEN: char = '\u{2}';
@@ -138,13 +139,83 @@ pub enum SearchError {
     ShardConnection(String),
 }
 
+impl From<ShardReadError> for SearchError {
+    fn from(err: ShardReadError) -> SearchError {
+        match err {
+            // A --raw query's syntax error may come from any shard.
+            ShardReadError::Sqlite(err) => SearchError::Sqlite(err),
+            ShardReadError::Store(err) => SearchError::Store(err),
+            ShardReadError::Connection(message) => SearchError::ShardConnection(message),
+        }
+    }
+}
+
+/// What a search starts from the beginning of the command, while the index
+/// opens: the shards' readers (`ShardReaders`) and, for a ranked word
+/// search, its first scoring queries (the window, no session restriction),
+/// which need only the query and the shard files; scoring was most of the
+/// time after opening. `search` takes their rows when its first queries
+/// are these, and drops them otherwise (when the index records another
+/// number of shards than there are files).
+#[derive(Default)]
+pub struct HeadStart {
+    readers: ShardReaders,
+    /// Each match's (chunk id, bm25), every shard's.
+    scoring: Option<Started<(i64, f64)>>,
+}
+
+impl HeadStart {
+    /// Starts opening a reader per shard file after the first that `db`
+    /// has, when `options` will query the shards (a word or trigram search;
+    /// a scan reads the main file only), and for a ranked word search its
+    /// first scoring queries, with the window `search` gives them when the
+    /// index records as many shards as there are files. A reader the search
+    /// turns out not to need is closed unused.
+    pub fn open(db: &Path, options: &SearchOptions) -> HeadStart {
+        let Ok(Plan::Fts { table, expr }) = plan(options) else {
+            return HeadStart::default();
+        };
+        let readers = ShardReaders::open(db);
+        let scoring = (options.sort == Sort::Rank && !options.raw).then(|| {
+            let shards = readers.connections();
+            let window = rank_window(shards);
+            let sqls = (0..shards)
+                .map(|shard| {
+                    let source = format!("{}.{table}", shard_schema(shard));
+                    rank_sql(table, &source, "", &window)
+                })
+                .collect();
+            readers.start(db, sqls, scoring_params(&expr), |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+        });
+        HeadStart { readers, scoring }
+    }
+
+    /// The matches of the scoring queries started in advance, best first,
+    /// if they are `sqls` for `expr`; they are given out once.
+    fn started_scoring(
+        &mut self,
+        sqls: &[String],
+        expr: &str,
+    ) -> Option<Result<Vec<(i64, f64)>, SearchError>> {
+        let rows = self.scoring.take()?.take_if(sqls, &scoring_params(expr))?;
+        Some(rows.map(best_bm25_first).map_err(SearchError::from))
+    }
+}
+
+/// The parameters of an unrestricted scoring query: the MATCH expression.
+fn scoring_params(expr: &str) -> Vec<SqlValue> {
+    vec![SqlValue::Text(expr.to_owned())]
+}
+
 /// Runs a search and returns at most `options.limit` hits. `store` queries
-/// the first shard, `shard_connections` the others. Stage 1 tries the
+/// the first shard, `head`'s readers the others. Stage 1 tries the
 /// plan's attempts (`Stage1::attempts`) in order until one settles the top
 /// `limit` entries; stage 2 makes hits of those entries' best chunks.
 pub fn search(
     store: &Index,
-    mut shard_connections: ShardConnections,
+    mut head: HeadStart,
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, SearchError> {
     let plan = plan(options)?;
@@ -165,7 +236,7 @@ pub fn search(
     };
     let filters = Filters::build(options, first_filter)?;
     let stage1 = Stage1::new(&plan, options, &filters, &shards);
-    let extra = shard_connections.take(stage1.sources(), store.path());
+    head.readers.fit(store, stage1.sources());
     let raw_error = |err: SearchError| match err {
         SearchError::Sqlite(err) if options.raw => SearchError::RawSyntax {
             query: options.query.clone(),
@@ -176,7 +247,7 @@ pub fn search(
     let mut best = Vec::new();
     for attempt in stage1.attempts() {
         best = stage1
-            .run(attempt, store, &extra, &mut shard_connections, limit)
+            .run(attempt, store, &mut head, limit)
             .map_err(raw_error)?;
         if best.len() == limit {
             break;

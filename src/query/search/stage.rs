@@ -12,12 +12,11 @@ use rusqlite::types::Value as SqlValue;
 
 use super::plan::{Filters, Plan, mentions, query_params};
 use super::scan::scan_chunks;
-use super::shards::{ShardConnections, ShardWorker, on_connections};
 use super::weigh::{
     KIND_WEIGHTS, Ranked, Weighing, best_per_entry, by_time, rank_sql, shard_matches, weigh,
 };
-use super::{SearchError, SearchOptions, Sort};
-use crate::store::Index;
+use super::{HeadStart, SearchError, SearchOptions, Sort};
+use crate::store::{Index, ShardReaders};
 
 /// Matches beyond which a ranked query scores only the newest ones.
 pub const RANK_WINDOW: i64 = 5_000;
@@ -187,25 +186,24 @@ impl<'a> Stage1<'a> {
     }
 
     /// Runs one attempt: the best `limit` entries it finds (each entry's
-    /// best chunk, as chunk id and score), best first. `extra` are the
-    /// shards' own connections; the scoring queries `shard_connections`
-    /// started in advance are used when they are this attempt's.
+    /// best chunk, as chunk id and score), best first. The shards after
+    /// the first are queried on `head`'s readers, and the scoring queries
+    /// it started are used when they are this attempt's.
     pub fn run(
         &self,
         attempt: Attempt,
         store: &Index,
-        extra: &[ShardWorker],
-        shard_connections: &mut ShardConnections,
+        head: &mut HeadStart,
         limit: usize,
     ) -> Result<Vec<(i64, f64)>, SearchError> {
         let params = &self.filters.params;
         let best = match self.stage(attempt) {
             Stage::Rank { sqls, expr, lookup } => {
-                let matches = match shard_connections.started_scoring(&sqls, expr) {
+                let matches = match head.started_scoring(&sqls, expr) {
                     Some(matches) => matches?,
                     None => {
                         let params = query_params(expr, None, params);
-                        shard_matches(store, extra, &sqls, &params, attempt.restricted)?
+                        shard_matches(store, &head.readers, &sqls, &params, attempt.restricted)?
                     }
                 };
                 let mut weighing = Weighing {
@@ -213,11 +211,11 @@ impl<'a> Stage1<'a> {
                     next: 0,
                     found: Vec::new(),
                 };
-                weigh(store, extra, &lookup, &mut weighing, params, limit)?
+                weigh(store, &head.readers, &lookup, &mut weighing, params, limit)?
             }
             Stage::Recent { sqls, expr } => fetching(limit, |fetch| {
                 let params = query_params(expr, Some(fetch), params);
-                run_recent(store, extra, &sqls, &params, fetch)
+                run_recent(store, &head.readers, &sqls, &params, fetch)
             })?,
             Stage::Scan { sql, terms } => fetching(limit, |fetch| {
                 scan_chunks(store.connection(), &sql, params, terms, fetch)
@@ -372,13 +370,13 @@ fn fetching(
 /// `fetch` kept.
 fn run_recent(
     store: &Index,
-    extra: &[ShardWorker],
+    readers: &ShardReaders,
     sqls: &[String],
     params: &[SqlValue],
     fetch: usize,
 ) -> Result<Vec<Ranked>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let mut rows = on_connections(store, extra, sqls.to_vec(), true, move |conn, sql| {
+    let mut rows = readers.run(store, sqls.to_vec(), true, move |conn, sql| {
         query_rows(conn, sql, &params, |row| {
             Ok(Ranked {
                 chunk_id: row.get(0)?,

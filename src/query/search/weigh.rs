@@ -12,10 +12,8 @@ use rusqlite::types::Value as SqlValue;
 
 use super::SearchError;
 use super::plan::query_params;
-use super::shards::{ShardWorker, on_connections};
 use super::stage::query_rows;
-use crate::query::rank;
-use crate::store::Index;
+use crate::store::{Index, ShardReaders, rank};
 
 /// Weight applied to bm25 (which is negative: more negative is better).
 pub(super) const KIND_WEIGHTS: &str =
@@ -44,13 +42,13 @@ pub(super) fn rank_sql(table: &str, source: &str, restriction: &str, window: &st
 /// they read in the index.
 pub(super) fn shard_matches(
     store: &Index,
-    extra: &[ShardWorker],
+    readers: &ShardReaders,
     sqls: &[String],
     params: &[SqlValue],
     restricted: bool,
 ) -> Result<Vec<(i64, f64)>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let matches = on_connections(store, extra, sqls.to_vec(), restricted, move |conn, sql| {
+    let matches = readers.run(store, sqls.to_vec(), restricted, move |conn, sql| {
         query_rows(conn, sql, &params, |row| Ok((row.get(0)?, row.get(1)?)))
     })?;
     Ok(best_bm25_first(matches))
@@ -86,7 +84,7 @@ pub(super) struct Weighing {
 /// shards' connections.
 pub(super) fn weigh(
     store: &Index,
-    extra: &[ShardWorker],
+    readers: &ShardReaders,
     lookup: &str,
     weighing: &mut Weighing,
     filters: &[SqlValue],
@@ -115,7 +113,7 @@ pub(super) fn weigh(
         let mut ids: Vec<i64> = bm25s.keys().copied().collect();
         ids.sort_unstable();
         let parts = if ids.len() >= PARALLEL_LOOKUPS {
-            extra.len() + 1
+            readers.connections()
         } else {
             1
         };
@@ -124,7 +122,7 @@ pub(super) fn weigh(
             .map(json_array)
             .collect();
         let (lookup, filters) = (lookup.clone(), filters.clone());
-        let rows = on_connections(store, extra, jobs, true, move |conn, ids| {
+        let rows = readers.run(store, jobs, true, move |conn, ids| {
             query_rows(conn, &lookup, &query_params(ids, None, &filters), |row| {
                 Ok((
                     row.get::<_, i64>(0)?,
