@@ -14,14 +14,14 @@
 //! Ranking is bm25 (`rank::FUNCTION`) times a per-kind weight, best chunk per
 //! entry. Each shard scores its matches in parallel (the shards after the
 //! first on the store's `ShardReaders`, opened in the background from the
-//! start of the command: `HeadStart`), then `weigh` looks the matches up in bm25 order until the
-//! top `limit` entries are settled. A very common word is ranked (or sorted
-//! by time) among its newest matches first, and among more only when those
-//! hold too few hits: `stage` lists these attempts and runs each one. The
-//! top entries get a snippet (`hit`, `snippet`:
-//! computed for them only; the shards store no text, so the chosen chunks
-//! are cut out of their entries by `chunk_text` and re-tokenised in a
-//! scratch table).
+//! start of the command: `HeadStart`), then `weigh` looks the matches up in
+//! bm25 order until the top `limit` entries are settled. A very common word
+//! is ranked (or sorted by time) among its newest matches first, and among
+//! more only when those hold too few hits: `stage` lists these attempts and
+//! runs each one. The top entries get a snippet (`hit`, `snippet`: computed
+//! for them only; the shards store no text, so the chosen chunks are cut
+//! out of their entries by `chunk_text` and re-tokenised in a scratch
+//! table).
 
 pub mod chunk_text;
 mod hit;

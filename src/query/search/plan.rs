@@ -1,8 +1,10 @@
 //! Which index answers a search (`Plan`: an FTS5 table and its MATCH
-//! expression, or a scan for terms), and the filters as SQL conditions
-//! (`Filters`). Both come from the options alone, before any row is read,
-//! so that the shard readers can start scoring before the index is open;
-//! the driver builds every stage's SQL from them.
+//! expression, or a scan for terms), and the filters as SQL conditions with
+//! their parameters (`Filters`: role, entry type, tool and model are
+//! search's own; the sessions and the time are the shared `Scope`'s). Both
+//! come from the options alone, before any row is read, so that the shard
+//! readers can start scoring before the index is open; `stage` builds every
+//! attempt's SQL from them.
 
 use rusqlite::types::Value as SqlValue;
 
