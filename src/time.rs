@@ -91,13 +91,6 @@ pub fn parse_day(text: &str) -> Option<i64> {
     Some(days_from_civil(year, month, day))
 }
 
-/// A `--since`-style argument: an ISO time, or `YYYY-MM-DD` meaning the start
-/// of that UTC day.
-pub fn parse_date_ms(text: &str) -> Option<i64> {
-    let text = text.trim();
-    parse_iso_ms(text).or_else(|| parse_day(text).map(|day| day * 86_400_000))
-}
-
 /// Days since 1970-01-01 (Howard Hinnant's algorithm).
 pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };
@@ -145,9 +138,5 @@ mod tests {
 
     #[test]
     fn since_arguments_accept_dates_and_timestamps() {
-        assert_eq!(parse_date_ms("1970-01-02"), Some(86_400_000));
-        assert_eq!(parse_date_ms("1970-01-01T00:00:01Z"), Some(1000));
-        assert_eq!(parse_date_ms("yesterday"), None);
-        assert_eq!(parse_date_ms("2026-13-01"), None);
     }
 }

@@ -8,8 +8,8 @@ use clap::ValueEnum;
 
 use super::{EXIT_PARTIAL, Global};
 use crate::cli::ScopeArgs;
-use piidx::query::search::{self, SearchOptions, ShardConnections, Sort};
-use piidx::query::search_sessions::search_sessions;
+use piidx::query::search::sessions::search_sessions;
+use piidx::query::search::{self, HeadStart, SearchOptions, Sort};
 use piidx::render::{self, Format};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -63,18 +63,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
-    let scope = args.scope.scope()?;
     let options = SearchOptions {
         query: args.query,
-        project: scope.project.clone(),
-        cwd: scope.cwd.clone(),
-        session: scope.session.clone(),
+        scope: args.scope.scope()?,
         roles: args.role,
         entry_types: args.entry_type,
         tool: args.tool,
         model: args.model,
-        since: args.scope.since.clone(),
-        until: args.scope.until.clone(),
         limit: args.limit,
         sort: match args.sort {
             SortBy::Rank => Sort::Rank,
@@ -85,19 +80,20 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     let format = Format::choose(args.json, args.csv);
     let term = &global.term;
-    // The shards' own connections open while this thread opens the main one.
-    let shard_connections = ShardConnections::open(&global.db, &options);
+    // The shards' readers open, and start scoring, while this thread opens
+    // the index.
+    let head = HeadStart::open(&global.db, &options);
     let index = global.index()?;
     let mut out = super::stdout();
     let found = if args.sessions {
-        let sessions = search_sessions(&index, shard_connections, &options, args.limit)?;
+        let sessions = search_sessions(&index, head, &options, args.limit)?;
         render::hits::write_sessions(&mut out, &sessions, format, term)?;
         sessions.len()
     } else {
         let hits = if args.limit == 0 {
             Vec::new()
         } else {
-            search::search(&index, shard_connections, &options)?
+            search::search(&index, head, &options)?
         };
         render::hits::write(&mut out, &hits, format, term)?;
         hits.len()

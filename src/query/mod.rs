@@ -1,14 +1,10 @@
 //! Stage 6: questions asked of the index. Each submodule answers one kind of
 //! question with typed values that derive `Serialize`; how they look is
-//! `render`'s job, and nothing here imports it (tests/it/layers.rs).
+//! `render`'s job, and nothing here imports it (tests/it/render.rs).
 
-pub mod chunk_text;
 pub mod export;
-pub mod rank;
 pub mod scope;
 pub mod search;
-pub mod search_query;
-pub mod search_sessions;
 pub mod sessions;
 pub mod sql;
 pub mod subagents;

@@ -166,8 +166,9 @@ impl Scope {
                 cwd.as_str()
             };
             let n = param(&mut out, trimmed.to_owned().into());
+            // Below it: its path and a `/` start the cwd (for `/`, the `/`).
             out.sql.push(format!(
-                "({c} = ?{n} OR substr({c}, 1, length(?{n}) + 1) = rtrim(?{n}, '/') || '/')",
+                "({c} = ?{n} OR substr({c}, 1, length(rtrim(?{n}, '/')) + 1) = rtrim(?{n}, '/') || '/')",
                 c = columns.cwd
             ));
         }
@@ -232,6 +233,37 @@ mod tests {
         let day = When::parse("2026-02-01", NOW, &utc).unwrap();
         assert_eq!(day.start_ms(&utc), 1_769_904_000_000);
         assert_eq!(day.end_ms(&utc), 1_769_990_400_000);
+    }
+
+    #[test]
+    fn a_cwd_keeps_itself_and_what_is_below_it_root_included() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE s(cwd TEXT);
+             INSERT INTO s(cwd) VALUES ('/'), ('/home/u'), ('/home/u/p'), ('/home/up');",
+        )
+        .unwrap();
+        let kept = |cwd: &str| -> Vec<String> {
+            let scope = Scope {
+                cwd: Some(cwd.to_owned()),
+                ..Scope::default()
+            };
+            let conditions = scope.conditions(&Columns::sessions("0"), 1);
+            let sql = format!(
+                "SELECT cwd FROM s WHERE 1{} ORDER BY cwd",
+                conditions.clause()
+            );
+            let mut stmt = conn.prepare(&sql).unwrap();
+            stmt.query_map(rusqlite::params_from_iter(&conditions.params), |row| {
+                row.get(0)
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+        };
+        assert_eq!(kept("/home/u"), ["/home/u", "/home/u/p"]);
+        assert_eq!(kept("/home/u/"), ["/home/u", "/home/u/p"]);
+        assert_eq!(kept("/"), ["/", "/home/u", "/home/u/p", "/home/up"]);
     }
 
     #[test]

@@ -426,10 +426,9 @@ pub fn format_month(day: i64) -> String {
     format!("{y:04}-{m:02}")
 }
 
-pub use crate::time::parse_day;
-
 #[cfg(test)]
 mod tests {
+    use crate::time::parse_day;
     use super::*;
     use crate::time::parse_iso_ms;
 

@@ -10,8 +10,8 @@ use std::io::{self, Write};
 
 use super::table::fit;
 use super::{Cell, Column, Format, Table, Term, Theme, one_line, safe, write_csv, write_json};
+use crate::query::search::sessions::SessionHits;
 use crate::query::search::{Hit, MARK_CLOSE, MARK_OPEN};
-use crate::query::search_sessions::SessionHits;
 
 /// Without a terminal width, titles are cut to this many columns.
 const TITLE_WIDTH: usize = 60;

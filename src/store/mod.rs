@@ -10,9 +10,11 @@
 mod check;
 mod copies;
 mod fts;
+pub mod rank;
 mod restore;
 mod roots;
 mod schema;
+mod shard_readers;
 mod shared;
 mod state;
 mod subagents;
@@ -32,6 +34,7 @@ pub use fts::{
 pub use restore::{restore_entry, shared_values, stored_images};
 pub use roots::RootInfo;
 pub use schema::SCHEMA_VERSION;
+pub use shard_readers::{ShardReadError, ShardReaders, Started};
 pub use state::FileState;
 pub use subagents::{ArtifactRow, ArtifactState};
 pub use write::WriteStats;

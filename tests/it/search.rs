@@ -173,6 +173,7 @@ fn filters_include_and_exclude() {
         (&["zebrafrost", "--cwd", "/home/user/proj-a/"], 1),
         (&["zebrafrost", "--cwd", "/home/user"], 1),
         (&["zebrafrost", "--cwd", "/home/user/proj"], 0),
+        (&["zebrafrost", "--cwd", "/"], 1),
         (&["zebrafrost", "--since", "2026-02-01"], 0),
         (&["zebrafrost", "--since", "2026-01-31"], 1),
         (&["zebrafrost", "--until", "2026-01-31"], 1),
@@ -195,7 +196,10 @@ fn filters_include_and_exclude() {
     assert!(search(env, &["zebrafrost", "--session", &other.session_id]).is_empty());
     let out = env.run(&["search", "zebrafrost", "--since", "last week"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--since: cannot read the date"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--since: cannot read the date \"last week\"")
+    );
 }
 
 #[test]
@@ -368,7 +372,7 @@ fn full_resync_keeps_the_trigram_index_consistent() {
 }
 
 /// Search cuts a hit's text out of `entries.raw` with a scan
-/// (`query::chunk_text`) instead of the `fts_content` view, which parses the
+/// (`query::search::chunk_text`) instead of the `fts_content` view, which parses the
 /// whole entry: both must give the same text for every chunk of every
 /// fixture tree, multi-MB fields cut into many chunks included.
 #[test]
@@ -403,7 +407,8 @@ fn scanned_chunk_text_is_what_fts_content_gives() {
             .collect::<Vec<_>>();
         assert!(rows.len() > 30, "{tree}: {} chunks", rows.len());
         for (chunk_id, raw, path, start, len, body) in rows {
-            let scanned = piidx::query::chunk_text::span_text(raw.as_bytes(), &path, start, len);
+            let scanned =
+                piidx::query::search::chunk_text::span_text(raw.as_bytes(), &path, start, len);
             assert_eq!(scanned, Some(body), "{tree}: chunk {chunk_id} at {path}");
         }
     }
@@ -731,7 +736,7 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
     let shards = store.attach_fts().expect("shards");
     assert_eq!(shards.len(), 2);
     let conn = store.connection();
-    piidx::query::rank::register(conn).expect("register");
+    piidx::store::rank::register(conn).expect("register");
     let scored = |expr: &str, kinds: &[&str], since_ms: i64, weights: &str| {
         let mut rows: Vec<(f64, i64, i64, String)> = Vec::new();
         for shard in &shards {

@@ -47,6 +47,8 @@ impl Env {
             .env_remove("NO_COLOR")
             .env_remove("PAGER")
             .env_remove("PIIDX_PAGER")
+            // Days are UTC days, whatever the machine's zone.
+            .env("TZ", "UTC")
             .env("HOME", self.dir.path());
         command
     }

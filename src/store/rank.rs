@@ -1,4 +1,6 @@
-//! `piidx_bm25(fts)`: the FTS5 auxiliary function search ranks with.
+//! `piidx_bm25(fts)`: the FTS5 auxiliary function search ranks with. It is
+//! part of the store because the shards' readers (`shard_readers`) register
+//! it on their connections, as search does on the index's.
 //!
 //! It is FTS5's own `bm25()` (k1 = 1.2, b = 0.75, the same formula, the same
 //! per-phrase IDF) except for a query of a single phrase, which gets no IDF

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::search::{Hit, SearchError, SearchOptions, ShardConnections, search};
+use super::{HeadStart, Hit, SearchError, SearchOptions, search};
 use crate::store::Index;
 
 /// A session with hits: where it is, and how many of the hits it holds.
@@ -51,7 +51,7 @@ pub fn group_by_session(hits: &[Hit]) -> Vec<SessionHits> {
 /// until `max` sessions hold some or every hit is found.
 pub fn search_sessions(
     store: &Index,
-    shard_connections: ShardConnections,
+    head: HeadStart,
     options: &SearchOptions,
     max: usize,
 ) -> Result<Vec<SessionHits>, SearchError> {
@@ -59,13 +59,13 @@ pub fn search_sessions(
         return Ok(Vec::new());
     }
     let mut limit = max.saturating_mul(4);
-    let mut connections = Some(shard_connections);
+    let mut head = Some(head);
     loop {
         let options = SearchOptions {
             limit,
             ..options.clone()
         };
-        let hits = search(store, connections.take().unwrap_or_default(), &options)?;
+        let hits = search(store, head.take().unwrap_or_default(), &options)?;
         let mut sessions = group_by_session(&hits);
         if sessions.len() >= max || hits.len() < limit {
             sessions.truncate(max);

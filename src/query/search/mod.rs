@@ -1,0 +1,259 @@
+//! `piidx search`: ranked full-text search over every indexed text chunk.
+//! This file is the public API and the driver; each stage is a module.
+//!
+//! Three ways to find chunks (docs/search.md), chosen by `plan`:
+//! * words: the unicode61 `fts` tables of the shard files (attached as
+//!   `fts0`, `fts1`, ...; see `store::fts`), query translated by `syntax`,
+//!   matches of all shards ranked together;
+//! * unspaced scripts (CJK, Thai, ...): the shards' `fts_trigram` tables,
+//!   which hold only chunks containing such characters (the writer decides
+//!   per chunk);
+//! * `--substring`, or trigram terms shorter than 3 characters: a scan of
+//!   the chunks' text (`scan`), newest first.
+//!
+//! Ranking is bm25 (`rank::FUNCTION`) times a per-kind weight, best chunk per
+//! entry. Each shard scores its matches in parallel (the shards after the
+//! first on the store's `ShardReaders`, opened in the background from the
+//! start of the command: `HeadStart`), then `weigh` looks the matches up in
+//! bm25 order until the top `limit` entries are settled. A very common word
+//! is ranked (or sorted by time) among its newest matches first, and among
+//! more only when those hold too few hits: `stage` lists these attempts and
+//! runs each one. The top entries get a snippet (`hit`, `snippet`: computed
+//! for them only; the shards store no text, so the chosen chunks are cut
+//! out of their entries by `chunk_text` and re-tokenised in a scratch
+//! table).
+
+pub mod chunk_text;
+mod hit;
+mod plan;
+mod scan;
+pub mod sessions;
+mod snippet;
+mod stage;
+pub mod syntax;
+mod weigh;
+
+use std::path::Path;
+
+use rusqlite::types::Value as SqlValue;
+use serde::Serialize;
+
+use crate::query::scope::Scope;
+use crate::store::{Index, ShardReadError, ShardReaders, Started, rank, shard_schema};
+use plan::{Filters, Plan, plan};
+pub use stage::{RANK_WINDOW, RECENT_WINDOW};
+use stage::{Stage1, rank_window};
+use weigh::{best_bm25_first, rank_sql};
+
+/// Marks around a match inside `Hit::snippet`; the printer replaces them.
+pub const MARK_OPEN: char = '\u{2}';
+pub const MARK_CLOSE: char = '\u{3}';
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sort {
+    #[default]
+    Rank,
+    Recent,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SearchOptions {
+    pub query: String,
+    /// The sessions and the time searched (`--project`, `--cwd`,
+    /// `--session`, `--since`, `--until`).
+    pub scope: Scope,
+    pub roles: Vec<String>,
+    /// Entry types (`message`, `compaction`, or one piidx does not know).
+    pub entry_types: Vec<String>,
+    pub tool: Option<String>,
+    pub model: Option<String>,
+    pub limit: usize,
+    pub sort: Sort,
+    pub raw: bool,
+    pub substring: bool,
+}
+
+/// One search result: the best chunk of one entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub session_id: String,
+    pub session_path: String,
+    pub session_name: Option<String>,
+    pub first_message: Option<String>,
+    pub cwd: String,
+    pub entry_id: String,
+    /// Kind of text (`user`, `assistant`, `thinking`, `tool_call`, ...).
+    pub role: String,
+    pub entry_type: String,
+    pub timestamp: Option<String>,
+    /// Snippet with matches between `MARK_OPEN` and `MARK_CLOSE`.
+    pub snippet: String,
+    /// Lower is better (`rank::FUNCTION` times the kind weight); 0 for scans.
+    pub score: f64,
+    pub tool_name: Option<String>,
+    pub json_path: String,
+    pub line_no: i64,
+    /// The subagent run whose transcript holds the text (embedded in the
+    /// parent session's tool result); null for the session's own entries.
+    pub run: Option<RunRef>,
+    #[serde(skip)]
+    pub chunk_id: i64,
+}
+
+/// Which delegated run a hit in a child transcript belongs to: a
+/// transcript embedded in the parent's tool result, or a child session
+/// file of its own.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRef {
+    pub agent: Option<String>,
+    pub mode: Option<String>,
+    /// Index in `details.results[]`.
+    pub position: i64,
+    pub run_id: Option<String>,
+    /// The parent's `subagent` tool call.
+    pub tool_call_id: Option<String>,
+    /// The session that delegated the run (the hit's own session for an
+    /// embedded transcript).
+    pub parent_session_id: String,
+    pub parent_session_path: String,
+    /// True when the hit is in the run's child session file.
+    pub child_session: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error(
+        "the query {0:?} has no searchable words (only punctuation or operators); put a word or a \"quoted phrase\" in it"
+    )]
+    Empty(String),
+    #[error("FTS5 syntax error in --raw query {query:?}: {message}")]
+    RawSyntax { query: String, message: String },
+    #[error(
+        "unknown role {0:?}; use one of user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, usage, context_edit, label, session_name, other"
+    )]
+    Role(String),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("a full-text shard's connection failed: {0}")]
+    ShardConnection(String),
+}
+
+impl From<ShardReadError> for SearchError {
+    fn from(err: ShardReadError) -> SearchError {
+        match err {
+            // A --raw query's syntax error may come from any shard.
+            ShardReadError::Sqlite(err) => SearchError::Sqlite(err),
+            ShardReadError::Store(err) => SearchError::Store(err),
+            ShardReadError::Connection(message) => SearchError::ShardConnection(message),
+        }
+    }
+}
+
+/// What a search starts from the beginning of the command, while the index
+/// opens: the shards' readers (`ShardReaders`) and, for a ranked word
+/// search, its first scoring queries (the window, no session restriction),
+/// which need only the query and the shard files; scoring was most of the
+/// time after opening. `search` takes their rows when its first queries
+/// are these, and drops them otherwise (when the index records another
+/// number of shards than there are files).
+#[derive(Default)]
+pub struct HeadStart {
+    readers: ShardReaders,
+    /// Each match's (chunk id, bm25), every shard's.
+    scoring: Option<Started<(i64, f64)>>,
+}
+
+impl HeadStart {
+    /// Starts opening a reader per shard file after the first that `db`
+    /// has, when `options` will query the shards (a word or trigram search;
+    /// a scan reads the main file only), and for a ranked word search its
+    /// first scoring queries, with the window `search` gives them when the
+    /// index records as many shards as there are files. A reader the search
+    /// turns out not to need is closed unused.
+    pub fn open(db: &Path, options: &SearchOptions) -> HeadStart {
+        let Ok(Plan::Fts { table, expr }) = plan(options) else {
+            return HeadStart::default();
+        };
+        let readers = ShardReaders::open(db);
+        let scoring = (options.sort == Sort::Rank && !options.raw).then(|| {
+            let shards = readers.connections();
+            let window = rank_window(shards);
+            let sqls = (0..shards)
+                .map(|shard| {
+                    let source = format!("{}.{table}", shard_schema(shard));
+                    rank_sql(table, &source, "", &window)
+                })
+                .collect();
+            readers.start(db, sqls, scoring_params(&expr), |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+        });
+        HeadStart { readers, scoring }
+    }
+
+    /// The matches of the scoring queries started in advance, best first,
+    /// if they are `sqls` for `expr`; they are given out once.
+    fn started_scoring(
+        &mut self,
+        sqls: &[String],
+        expr: &str,
+    ) -> Option<Result<Vec<(i64, f64)>, SearchError>> {
+        let rows = self.scoring.take()?.take_if(sqls, &scoring_params(expr))?;
+        Some(rows.map(best_bm25_first).map_err(SearchError::from))
+    }
+}
+
+/// The parameters of an unrestricted scoring query: the MATCH expression.
+fn scoring_params(expr: &str) -> Vec<SqlValue> {
+    vec![SqlValue::Text(expr.to_owned())]
+}
+
+/// Runs a search and returns at most `options.limit` hits. `store` queries
+/// the first shard, `head`'s readers the others. Stage 1 tries the
+/// plan's attempts (`Stage1::attempts`) in order until one settles the top
+/// `limit` entries; stage 2 makes hits of those entries' best chunks.
+pub fn search(
+    store: &Index,
+    mut head: HeadStart,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, SearchError> {
+    let plan = plan(options)?;
+    let limit = options.limit.max(1);
+    let conn = store.connection();
+    let shards = match &plan {
+        Plan::Fts { .. } | Plan::Scan { unspaced: true, .. } => store.attach_fts()?,
+        Plan::Scan { .. } => Vec::new(),
+    };
+    if matches!(plan, Plan::Fts { .. }) {
+        rank::register(conn)?;
+    }
+    // A ranked query binds the MATCH expression as ?1 and the row limit as
+    // ?2, so its filters start at ?3; a scan binds only the filters.
+    let first_filter = match &plan {
+        Plan::Fts { .. } => 3,
+        Plan::Scan { .. } => 1,
+    };
+    let filters = Filters::build(options, first_filter)?;
+    let stage1 = Stage1::new(&plan, options, &filters, &shards);
+    head.readers.fit(store, stage1.sources());
+    let raw_error = |err: SearchError| match err {
+        SearchError::Sqlite(err) if options.raw => SearchError::RawSyntax {
+            query: options.query.clone(),
+            message: err.to_string(),
+        },
+        err => err,
+    };
+    let mut best = Vec::new();
+    for attempt in stage1.attempts() {
+        best = stage1
+            .run(attempt, store, &mut head, limit)
+            .map_err(raw_error)?;
+        if best.len() == limit {
+            break;
+        }
+    }
+    // Stage 2: details and a snippet for the chosen chunks only.
+    Ok(hit::hits(conn, &plan, best)?)
+}

@@ -1,0 +1,166 @@
+//! The snippet of a hit, computed for the hits printed only: a chunk's
+//! text (`chunk_body`: cut out of its entry's JSON, or read through the
+//! `fts_content` view), marked by FTS5's own `snippet()` for a word search
+//! (`snippets_of`, in a scratch table: the shards store no text) or around
+//! the first term for a scan (`scan_snippet`), and made one safe line.
+
+use std::collections::HashMap;
+
+use rusqlite::OptionalExtension;
+
+use super::scan::scan_raw;
+use super::{MARK_CLOSE, MARK_OPEN};
+
+/// Control characters (newlines, tabs, terminal escapes from tool output)
+/// become spaces, so a snippet is one safe line; the match marks stay.
+pub(super) fn clean_snippet(snippet: &str) -> String {
+    snippet
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != MARK_OPEN && c != MARK_CLOSE {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// A window of about 120 characters around the first term found, marked.
+pub(super) fn scan_snippet(body: &str, terms: &[String]) -> String {
+    let lower = body.to_lowercase();
+    // Lowercasing may change byte lengths; only use positions when it did not.
+    let same = lower.len() == body.len();
+    let found = terms
+        .iter()
+        .filter_map(|term| {
+            let needle = term.to_lowercase();
+            let at = if same {
+                lower.find(&needle)
+            } else {
+                body.find(term.as_str())
+            }?;
+            Some((at, needle.len()))
+        })
+        .min();
+    let Some((at, len)) = found else {
+        return body.chars().take(120).collect();
+    };
+    let mut start = at.saturating_sub(60);
+    while !body.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (at + len + 60).min(body.len());
+    while !body.is_char_boundary(end) {
+        end += 1;
+    }
+    let end_match = at + len;
+    format!(
+        "{}{}{MARK_OPEN}{}{MARK_CLOSE}{}{}",
+        if start > 0 { "…" } else { "" },
+        &body[start..at],
+        &body[at..end_match],
+        &body[end_match..end],
+        if end < body.len() { "…" } else { "" },
+    )
+}
+
+/// Snippets for FTS hits. The shards are contentless, so the chosen chunks
+/// are indexed again in a scratch in-memory table with the tokenizer of
+/// `table`, where FTS5's own `snippet()` marks the same matches.
+pub(super) fn snippets_of(
+    conn: &rusqlite::Connection,
+    table: &str,
+    expr: &str,
+    chunk_ids: &[i64],
+) -> rusqlite::Result<HashMap<i64, String>> {
+    let tokenize = if table == "fts_trigram" {
+        "trigram"
+    } else {
+        "unicode61 remove_diacritics 2"
+    };
+    let mut scratch = rusqlite::Connection::open_in_memory()?;
+    scratch.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
+    ))?;
+    // In one transaction and in rowid order: FTS5 writes its pending terms
+    // out as a segment at every commit, and before any row whose id is not
+    // above the last one's. In rank order, one by one, nearly every insert
+    // wrote a segment (2–3 ms of a search).
+    let mut ids = chunk_ids.to_vec();
+    ids.sort_unstable();
+    let filling = scratch.transaction()?;
+    {
+        let mut insert = filling.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
+        for &chunk_id in &ids {
+            let text = chunk_body(conn, chunk_id)?;
+            insert.execute(rusqlite::params![chunk_id, text.unwrap_or_default()])?;
+        }
+    }
+    filling.commit()?;
+    let mut snippets = scratch.prepare(
+        "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
+    )?;
+    snippets
+        .query_map([expr], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect()
+}
+
+/// The text of one chunk: cut out of the entry's JSON by `chunk_text`, or
+/// by the `fts_content` view (which parses the whole entry) when that scan
+/// does not find it. `None` when the chunk is gone.
+pub(super) fn chunk_body(
+    conn: &rusqlite::Connection,
+    chunk_id: i64,
+) -> rusqlite::Result<Option<String>> {
+    let chunk = conn
+        .prepare_cached(
+            "SELECT entry_rowid, json_path, start, len, fts_rowid IS NOT NULL
+               FROM chunks WHERE chunk_id = ?1",
+        )?
+        .query_row([chunk_id], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                usize::try_from(row.get::<_, i64>(2)?).ok(),
+                usize::try_from(row.get::<_, i64>(3)?).ok(),
+                row.get::<_, bool>(4)?,
+            ))
+        })
+        .optional()?;
+    let Some((entry_rowid, json_path, start, len, shared)) = chunk else {
+        return Ok(None);
+    };
+    // A shared text's chunk is not in the entry's JSON: the view reads it.
+    let scanned = match (start, len) {
+        (Some(start), Some(len)) if !shared => scan_raw(conn, entry_rowid, &json_path, start, len),
+        _ => None,
+    };
+    match scanned {
+        Some(text) => Ok(Some(text)),
+        None => conn
+            .prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
+            .query_row([chunk_id], |row| row.get(0))
+            .optional()
+            .map(Option::flatten),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_lose_control_characters() {
+        assert_eq!(
+            clean_snippet("a\n\u{1b}[31mb\u{2}c\u{3}\t"),
+            "a  [31mb\u{2}c\u{3} "
+        );
+    }
+
+    #[test]
+    fn scan_snippets_mark_the_match() {
+        let snippet = scan_snippet("hello SessionManager world", &["sessionman".to_owned()]);
+        assert_eq!(snippet, "hello \u{2}SessionMan\u{3}ager world");
+    }
+}

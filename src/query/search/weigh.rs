@@ -1,0 +1,182 @@
+//! Ranking a word search: each shard scores its matches with bm25
+//! (`rank::FUNCTION`, no join), then `weigh` looks the matches up in the
+//! main file in bm25 order, multiplies by the kind's weight, keeps each
+//! entry's best chunk, and stops as soon as no later match can enter the
+//! top `limit` entries (docs/search.md, "How the top is found"). Also the
+//! orderings every stage 1 shares (`Ranked`, best first, newest first).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use rusqlite::types::Value as SqlValue;
+
+use super::SearchError;
+use super::plan::query_params;
+use super::stage::query_rows;
+use crate::store::{Index, ShardReaders, rank};
+
+/// Weight applied to bm25 (which is negative: more negative is better).
+pub(super) const KIND_WEIGHTS: &str =
+    "CASE c.kind WHEN 'user' THEN 1.0 WHEN 'assistant' THEN 1.0 WHEN 'summary' THEN 1.0
+     WHEN 'tool_result' THEN 0.5 ELSE 0.7 END";
+
+/// A stage-1 row: a matching chunk, its score and timestamp.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ranked {
+    pub chunk_id: i64,
+    pub entry_rowid: i64,
+    pub score: f64,
+    pub timestamp_ms: Option<i64>,
+}
+
+/// A shard's scoring query: its matches of ?1 (`source` is `fts<k>.<table>`).
+pub(super) fn rank_sql(table: &str, source: &str, restriction: &str, window: &str) -> String {
+    format!(
+        "SELECT rowid, {rank}({table}) FROM {source} WHERE {table} MATCH ?1{restriction}{window}",
+        rank = rank::FUNCTION,
+    )
+}
+
+/// Every shard's scored matches (chunk id, bm25), best first.
+/// `restricted`: the queries keep the chunks of some sessions only, which
+/// they read in the index.
+pub(super) fn shard_matches(
+    store: &Index,
+    readers: &ShardReaders,
+    sqls: &[String],
+    params: &[SqlValue],
+    restricted: bool,
+) -> Result<Vec<(i64, f64)>, SearchError> {
+    let params: Arc<[SqlValue]> = params.into();
+    let matches = readers.run(store, sqls.to_vec(), restricted, move |conn, sql| {
+        query_rows(conn, sql, &params, |row| Ok((row.get(0)?, row.get(1)?)))
+    })?;
+    Ok(best_bm25_first(matches))
+}
+
+/// Scored matches (chunk id, bm25) best first, ties newest first.
+pub(super) fn best_bm25_first(mut matches: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
+    matches.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    matches
+}
+
+/// The shards' matches on their way through `weigh`.
+pub(super) struct Weighing {
+    /// Every match, best bm25 first.
+    pub matches: Vec<(i64, f64)>,
+    /// How many of `matches` have been looked up.
+    pub next: usize,
+    /// Those that passed the filters, weighted, best first.
+    pub found: Vec<Ranked>,
+}
+
+/// The best `limit` entries once their matches are weighted by kind and
+/// filtered (each entry's best chunk: score, then newest first). The
+/// matches' chunks are looked up in the main file (`lookup`, which applies
+/// the filters) in bm25 order, in batches that double, and only until no
+/// later match can enter the top: a weight is at most 1 and bm25 is
+/// negative, so a match scores at best its bm25, and once that is worse
+/// than the `limit`-th entry's score, no later match can displace an entry
+/// or improve one of them. Joining every match to `chunks` cost a random
+/// page read per match: most of the ranking of a common word's 5,000-match
+/// window (docs/search.md, "How the top is found").
+/// Big batches (filters that reject most matches) are split over the
+/// shards' connections.
+pub(super) fn weigh(
+    store: &Index,
+    readers: &ShardReaders,
+    lookup: &str,
+    weighing: &mut Weighing,
+    filters: &[SqlValue],
+    limit: usize,
+) -> Result<Vec<Ranked>, SearchError> {
+    // Shared with the connections' threads.
+    let (lookup, filters): (Arc<str>, Arc<[SqlValue]>) = (lookup.into(), filters.into());
+    let mut batch = limit * 2 + 16;
+    loop {
+        let top = best_per_entry(&weighing.found, limit);
+        let settled = match weighing.matches.get(weighing.next) {
+            None => true,
+            Some(&(_, bm25)) => {
+                top.len() == limit && top.last().is_some_and(|worst| bm25 > worst.score)
+            }
+        };
+        if settled {
+            return Ok(top);
+        }
+        let end = (weighing.next + batch).min(weighing.matches.len());
+        let bm25s: HashMap<i64, f64> = weighing.matches[weighing.next..end]
+            .iter()
+            .copied()
+            .collect();
+        // In id order: neighbouring chunks share B-tree pages.
+        let mut ids: Vec<i64> = bm25s.keys().copied().collect();
+        ids.sort_unstable();
+        let parts = if ids.len() >= PARALLEL_LOOKUPS {
+            readers.connections()
+        } else {
+            1
+        };
+        let jobs: Vec<String> = ids
+            .chunks(ids.len().div_ceil(parts).max(1))
+            .map(json_array)
+            .collect();
+        let (lookup, filters) = (lookup.clone(), filters.clone());
+        let rows = readers.run(store, jobs, true, move |conn, ids| {
+            query_rows(conn, &lookup, &query_params(ids, None, &filters), |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get::<_, f64>(3)?,
+                    row.get(4)?,
+                ))
+            })
+        })?;
+        for (row_id, chunk_id, entry_rowid, weight, timestamp_ms) in rows {
+            if let Some(bm25) = bm25s.get(&row_id) {
+                weighing.found.push(Ranked {
+                    chunk_id,
+                    entry_rowid,
+                    score: bm25 * weight,
+                    timestamp_ms,
+                });
+            }
+        }
+        weighing.found.sort_by(by_score);
+        weighing.next = end;
+        batch *= 2;
+    }
+}
+
+/// The first `limit` rows of distinct entries: each entry's best chunk,
+/// as `rows` are sorted best first.
+pub(super) fn best_per_entry(rows: &[Ranked], limit: usize) -> Vec<Ranked> {
+    let mut seen = HashSet::new();
+    rows.iter()
+        .filter(|row| seen.insert(row.entry_rowid))
+        .take(limit)
+        .copied()
+        .collect()
+}
+
+/// From this many chunks on, `weigh` splits a batch over the connections.
+const PARALLEL_LOOKUPS: usize = 2048;
+
+/// `[1,2,3]`: ids for `json_each`.
+fn json_array(ids: &[i64]) -> String {
+    let items: Vec<String> = ids.iter().map(i64::to_string).collect();
+    format!("[{}]", items.join(","))
+}
+
+/// Newest first: entry time, then chunk id (later chunks are newer).
+pub(super) fn by_time(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    b.timestamp_ms
+        .cmp(&a.timestamp_ms)
+        .then(b.chunk_id.cmp(&a.chunk_id))
+}
+
+/// Best score first, ties newest first.
+fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    a.score.total_cmp(&b.score).then_with(|| by_time(a, b))
+}

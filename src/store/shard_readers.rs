@@ -1,0 +1,262 @@
+//! The read side of the full-text shards: connections of their own, so
+//! that a query reads every shard at once (on one connection, attached
+//! shards are read one after another). `fts` has the shards' writers.
+//!
+//! Each reader is a thread holding an in-memory connection with its shard
+//! attached as `fts<shard>` and `rank::FUNCTION` registered, opened there
+//! from the start of the command, while the index's own connection opens,
+//! and running the queries sent to it in order. Opened when first needed,
+//! on a thread per query, it took ~1.9 ms of a search's critical path
+//! (open, schema, attach), and on two cores a new thread next to the one
+//! opening waited up to a millisecond to be scheduled. The index itself is
+//! attached to a reader's connection (`Index::attach_to`) only when a query
+//! first needs its tables: most need the shard alone, and reading the
+//! index's schema is most of opening it; on two cores, that work slowed the
+//! index's own opening.
+//!
+//! A caller that knows its first queries before the index is open starts
+//! them at once (`ShardReaders::start`: SQL text and parameters for every
+//! shard, shard 0's on a reader of its own) and takes their rows later
+//! (`Started::take_if`), if they are still the queries it needs.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+use rusqlite::types::Value as SqlValue;
+
+use super::{Index, StoreError, attach_one_shard, rank, shard_path};
+
+/// Why a query on the shards' connections failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardReadError {
+    /// The query itself (its SQL, or an FTS5 expression it was given).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// Attaching the index to a reader's connection.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A reader could not open its connection, or its thread stopped.
+    #[error("a full-text shard's connection failed: {0}")]
+    Connection(String),
+}
+
+/// Readers of shards 1, 2, ...: the index's own connection reads shard 0.
+/// Dropping them ends their threads, which close their connections.
+#[derive(Default)]
+pub struct ShardReaders {
+    readers: Vec<ShardReader>,
+}
+
+impl ShardReaders {
+    /// Starts opening a reader for every shard file after the first that
+    /// `db` has.
+    pub fn open(db: &Path) -> ShardReaders {
+        let readers = (1..)
+            .take_while(|&shard| shard_path(db, shard).exists())
+            .map(|shard| ShardReader::open(db.to_owned(), shard))
+            .collect();
+        ShardReaders { readers }
+    }
+
+    /// How many queries `run` runs at once: one on the index's connection
+    /// and one per reader.
+    pub fn connections(&self) -> usize {
+        self.readers.len() + 1
+    }
+
+    /// Keeps the readers of shards 1 to `shards - 1` of `index` (the
+    /// shards it records, which the files found may not be), opening those
+    /// that are missing.
+    pub fn fit(&mut self, index: &Index, shards: usize) {
+        self.readers.truncate(shards.saturating_sub(1));
+        while self.readers.len() + 1 < shards {
+            let shard = self.readers.len() + 1;
+            self.readers
+                .push(ShardReader::open(index.path().to_owned(), shard));
+        }
+    }
+
+    /// Runs `sqls[k]` with `params` on shard `k` of `db`, before the
+    /// index is open: shard 0's on a reader opened for it, the others' on
+    /// these readers. Each row becomes a `T` by `row`.
+    pub fn start<T: Send + 'static>(
+        &self,
+        db: &Path,
+        sqls: Vec<String>,
+        params: Vec<SqlValue>,
+        row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Started<T> {
+        let shard0 = ShardReader::open(db.to_owned(), 0);
+        let replies = std::iter::once(&shard0)
+            .chain(&self.readers)
+            .zip(&sqls)
+            .map(|(reader, sql)| {
+                let (sql, params) = (sql.clone(), params.clone());
+                reader.run(false, move |conn| {
+                    let mut stmt = conn.prepare_cached(&sql)?;
+                    stmt.query_map(rusqlite::params_from_iter(&params), row)?
+                        .collect()
+                })
+            })
+            .collect();
+        Started {
+            sqls,
+            params,
+            replies,
+            _shard0: shard0,
+        }
+    }
+
+    /// Runs `jobs[0]` on `index`'s connection and `jobs[k]` on reader `k`,
+    /// all at once, and returns their rows in job order. `needs_index`:
+    /// the queries read the index's tables, not only the shards. There are
+    /// never more jobs than connections.
+    pub fn run<J, T>(
+        &self,
+        index: &Index,
+        jobs: Vec<J>,
+        needs_index: bool,
+        run: impl Fn(&Connection, &J) -> rusqlite::Result<Vec<T>> + Clone + Send + 'static,
+    ) -> Result<Vec<T>, ShardReadError>
+    where
+        J: Send + 'static,
+        T: Send + 'static,
+    {
+        let mut jobs = jobs.into_iter();
+        let Some(first) = jobs.next() else {
+            return Ok(Vec::new());
+        };
+        let replies: Vec<_> = self
+            .readers
+            .iter()
+            .zip(jobs)
+            .map(|(reader, job)| {
+                let run = run.clone();
+                reader.run(needs_index, move |conn| run(conn, &job))
+            })
+            .collect();
+        let mut rows = run(index.connection(), &first)?;
+        receive(replies, &mut rows)?;
+        Ok(rows)
+    }
+}
+
+/// Queries `ShardReaders::start` sent to every shard, and where their
+/// rows arrive.
+pub struct Started<T> {
+    sqls: Vec<String>,
+    params: Vec<SqlValue>,
+    replies: Vec<Reply<T>>,
+    /// Shard 0's reader, whose thread ends when this is dropped.
+    _shard0: ShardReader,
+}
+
+impl<T> Started<T> {
+    /// Every shard's rows, shard 0's first, if the queries started were
+    /// `sqls` with `params`; `None` otherwise (their rows are dropped).
+    pub fn take_if(
+        self,
+        sqls: &[String],
+        params: &[SqlValue],
+    ) -> Option<Result<Vec<T>, ShardReadError>> {
+        if self.sqls != sqls || self.params != params {
+            return None;
+        }
+        let mut rows = Vec::new();
+        Some(receive(self.replies, &mut rows).map(|()| rows))
+    }
+}
+
+/// Where a `ShardReader`'s rows arrive.
+type Reply<T> = mpsc::Receiver<Result<Vec<T>, ShardReadError>>;
+
+/// Work for a `ShardReader`'s thread: its connection, or why it could not
+/// be opened.
+type Job = Box<dyn FnOnce(Result<&mut ReaderConnection, &str>) + Send>;
+
+/// The queue of the thread that holds one shard's connection, which ends
+/// (and closes it) when this is dropped.
+struct ShardReader {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl ShardReader {
+    fn open(db: PathBuf, shard: usize) -> ShardReader {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::spawn(move || {
+            let mut opened = ReaderConnection::open(db, shard).map_err(|err| err.to_string());
+            for job in queue {
+                job(opened.as_mut().map_err(|message| message.as_str()));
+            }
+        });
+        ShardReader { jobs }
+    }
+
+    /// Runs `query` on the connection's thread (with the index's tables
+    /// when `needs_index`); the result arrives on the returned channel.
+    fn run<T: Send + 'static>(
+        &self,
+        needs_index: bool,
+        query: impl FnOnce(&Connection) -> rusqlite::Result<Vec<T>> + Send + 'static,
+    ) -> Reply<T> {
+        let (reply, replied) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |conn| {
+            let rows = match conn {
+                Ok(conn) => conn
+                    .connection(needs_index)
+                    .and_then(|conn| Ok(query(conn)?)),
+                Err(message) => Err(ShardReadError::Connection(message.to_owned())),
+            };
+            // The caller stopped waiting (it failed on another connection).
+            let _ = reply.send(rows);
+        });
+        // A thread that is gone has dropped the job with its `reply`: the
+        // receiver says so.
+        let _ = self.jobs.send(job);
+        replied
+    }
+}
+
+/// The connection a `ShardReader`'s thread holds: in memory, with its
+/// shard attached and `rank::FUNCTION`; the index is attached when a query
+/// first needs its tables.
+struct ReaderConnection {
+    conn: Connection,
+    db: PathBuf,
+    index: bool,
+}
+
+impl ReaderConnection {
+    fn open(db: PathBuf, shard: usize) -> Result<ReaderConnection, ShardReadError> {
+        let conn = Connection::open_in_memory()?;
+        attach_one_shard(&conn, &db, shard)?;
+        rank::register(&conn)?;
+        Ok(ReaderConnection {
+            conn,
+            db,
+            index: false,
+        })
+    }
+
+    fn connection(&mut self, needs_index: bool) -> Result<&Connection, ShardReadError> {
+        if needs_index && !self.index {
+            Index::attach_to(&self.conn, &self.db)?;
+            self.index = true;
+        }
+        Ok(&self.conn)
+    }
+}
+
+/// Waits for every reply and adds its rows to `rows`, in order.
+fn receive<T>(replies: Vec<Reply<T>>, rows: &mut Vec<T>) -> Result<(), ShardReadError> {
+    for reply in replies {
+        rows.extend(reply.recv().map_err(|_| thread_stopped())??);
+    }
+    Ok(())
+}
+
+/// A `ShardReader` whose thread ended without an answer.
+fn thread_stopped() -> ShardReadError {
+    ShardReadError::Connection("its thread stopped before answering".to_owned())
+}
