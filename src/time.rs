@@ -137,6 +137,5 @@ mod tests {
     }
 
     #[test]
-    fn since_arguments_accept_dates_and_timestamps() {
-    }
+    fn since_arguments_accept_dates_and_timestamps() {}
 }

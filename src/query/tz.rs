@@ -428,8 +428,8 @@ pub fn format_month(day: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::time::parse_day;
     use super::*;
+    use crate::time::parse_day;
     use crate::time::parse_iso_ms;
 
     #[test]
