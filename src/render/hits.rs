@@ -48,11 +48,7 @@ pub fn write(out: &mut dyn Write, hits: &[Hit], format: Format, term: &Term) -> 
 }
 
 fn write_hit(out: &mut dyn Write, hit: &Hit, term: &Term, theme: &Theme) -> io::Result<()> {
-    let when = hit
-        .timestamp
-        .as_deref()
-        .map(|t| t.replace('T', " ").chars().take(16).collect::<String>())
-        .unwrap_or_else(|| "-".to_owned());
+    let when = minute_of(hit.timestamp.as_deref());
     let mut kind = hit.role.clone();
     if let Some(tool) = &hit.tool_name {
         kind.push_str(&format!(" [{}]", one_line(tool)));
@@ -137,6 +133,13 @@ fn snippet(text: &str, theme: &Theme) -> String {
     out
 }
 
+/// `2026-02-01T10:00:00.000Z` as `2026-02-01 10:00`.
+fn minute_of(timestamp: Option<&str>) -> String {
+    timestamp
+        .map(|t| safe(t).replace('T', " ").chars().take(16).collect())
+        .unwrap_or_else(|| "-".to_owned())
+}
+
 /// The first 8 characters of an id, as `piidx sessions` shows it (enough
 /// for `piidx show` unless two sessions began in the same minute).
 fn short_id(id: &str) -> String {
@@ -156,7 +159,7 @@ pub fn write_sessions(
         Format::Table => {
             let mut table = Table::new(vec![
                 Column::fixed("session"),
-                Column::number("hits"),
+                Column::fixed("best hit"),
                 Column::text("name / first message"),
                 Column::path("cwd").droppable(1),
             ]);
@@ -169,7 +172,7 @@ pub fn write_sessions(
                     .unwrap_or("");
                 table.push(vec![
                     Cell::styled(short_id(&session.session_id), bold),
-                    session.hits.to_string().into(),
+                    minute_of(session.best_timestamp.as_deref()).into(),
                     one_line(title).into(),
                     one_line(&session.cwd).into(),
                 ]);

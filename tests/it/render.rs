@@ -240,3 +240,110 @@ fn query_never_imports_render() {
     }
     assert!(files > 5);
 }
+
+/// `--color always|never` decide; `NO_COLOR` only turns `auto` off.
+#[test]
+fn colour_follows_the_flag() {
+    let env = env();
+    let run = |args: &[&str], no_color: bool| {
+        let mut command = env.command(args);
+        if no_color {
+            command.env("NO_COLOR", "1");
+        }
+        let out = command.output().expect("run piidx");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = |text: &str| text.contains("\u{1b}[");
+    assert!(coloured(&run(
+        &["--color", "always", "show", PROJ_B],
+        false
+    )));
+    assert!(coloured(&run(&["--color", "always", "sessions"], true)));
+    assert!(!coloured(&run(
+        &["--color", "never", "tree", PROJ_B],
+        false
+    )));
+    // Not a terminal: no colour, and matches marked for a program.
+    let piped = run(&["search", "build", "-n", "1"], false);
+    assert!(!coloured(&piped) && piped.contains('«'), "{piped}");
+    let painted = run(&["--color", "always", "search", "build", "-n", "1"], false);
+    assert!(coloured(&painted) && !painted.contains('«'), "{painted}");
+}
+
+/// On a real pseudo-terminal (`script`), `show` goes through the pager,
+/// tables take the terminal's width, and colour is on.
+#[test]
+fn a_terminal_gets_the_pager_its_width_and_colour() {
+    let env = env();
+    let paged = env.dir.path().join("paged.txt");
+    let piidx = env!("CARGO_BIN_EXE_piidx");
+    let db = env.db.to_string_lossy();
+    let script = |inner: &str, pager: &str| {
+        let out = std::process::Command::new("script")
+            .args(["-qec", inner, "/dev/null"])
+            .env("PIIDX_PAGER", pager)
+            .env_remove("COLUMNS")
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm")
+            .output()
+            .expect("run script(1)");
+        assert!(out.status.success(), "{inner}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = script(
+        &format!("{piidx} --db {db} show {PROJ_B} --no-pager"),
+        "false",
+    );
+    script(
+        &format!("{piidx} --db {db} show {PROJ_B}"),
+        &format!("tee {}", paged.display()),
+    );
+    let through_pager = std::fs::read_to_string(&paged).expect("the pager got the transcript");
+    assert!(through_pager.contains("Run `cargo test`."));
+    assert!(through_pager.contains("\u{1b}["), "colour on a terminal");
+    assert!(shown.contains("Run `cargo test`."));
+    let table = script(
+        &format!("stty rows 24 cols 60; {piidx} --db {db} sessions"),
+        "cat",
+    );
+    let widest = table
+        .lines()
+        .map(|line| strip_ansi(line).trim_end_matches('\r').width())
+        .max()
+        .unwrap_or(0);
+    assert!((40..=60).contains(&widest), "{widest}: {table}");
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for next in chars.by_ref() {
+                if next.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn man_page_and_completions_come_from_the_definitions() {
+    let man = output(0, &["man"]);
+    assert!(man.contains(".TH piidx 1"));
+    assert!(man.contains("PIIDX SEARCH") && man.contains("\\-\\-tool\\-lines"));
+    for (shell, mark) in [
+        ("bash", "_piidx()"),
+        ("zsh", "#compdef piidx"),
+        ("fish", "complete -c piidx"),
+    ] {
+        let script = output(0, &["completions", shell]);
+        assert!(script.contains(mark), "{shell}");
+        assert!(script.contains("subagents"), "{shell}");
+    }
+}

@@ -1,13 +1,13 @@
 //! `piidx search -l`: the sessions that hold hits, best first, each once.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use serde::Serialize;
 
 use super::{HeadStart, Hit, SearchError, SearchOptions, search};
 use crate::store::Index;
 
-/// A session with hits: where it is, and how many of the hits it holds.
+/// A session with hits: where it is, and its best hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionHits {
     pub session_id: String,
@@ -15,8 +15,6 @@ pub struct SessionHits {
     pub session_name: Option<String>,
     pub first_message: Option<String>,
     pub cwd: String,
-    /// Hits (entries) in this session among those searched.
-    pub hits: usize,
     /// The entry of its best hit, and that hit's time.
     pub best_entry_id: String,
     pub best_timestamp: Option<String>,
@@ -24,27 +22,19 @@ pub struct SessionHits {
 
 /// Hits grouped by session file, in the order of each session's best hit.
 pub fn group_by_session(hits: &[Hit]) -> Vec<SessionHits> {
-    let mut order: Vec<SessionHits> = Vec::new();
-    let mut at: HashMap<&str, usize> = HashMap::new();
-    for hit in hits {
-        match at.get(hit.session_path.as_str()) {
-            Some(&index) => order[index].hits += 1,
-            None => {
-                at.insert(&hit.session_path, order.len());
-                order.push(SessionHits {
-                    session_id: hit.session_id.clone(),
-                    session_path: hit.session_path.clone(),
-                    session_name: hit.session_name.clone(),
-                    first_message: hit.first_message.clone(),
-                    cwd: hit.cwd.clone(),
-                    hits: 1,
-                    best_entry_id: hit.entry_id.clone(),
-                    best_timestamp: hit.timestamp.clone(),
-                });
-            }
-        }
-    }
-    order
+    let mut seen: HashSet<&str> = HashSet::new();
+    hits.iter()
+        .filter(|hit| seen.insert(&hit.session_path))
+        .map(|hit| SessionHits {
+            session_id: hit.session_id.clone(),
+            session_path: hit.session_path.clone(),
+            session_name: hit.session_name.clone(),
+            first_message: hit.first_message.clone(),
+            cwd: hit.cwd.clone(),
+            best_entry_id: hit.entry_id.clone(),
+            best_timestamp: hit.timestamp.clone(),
+        })
+        .collect()
 }
 
 /// The first `max` sessions with hits, best first: searches for more hits
