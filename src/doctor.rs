@@ -54,6 +54,8 @@ pub struct FileDiff {
 /// What one pass of checks found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Findings {
+    /// Files of the index that other users may read or write.
+    pub exposed: Vec<ExposedFile>,
     /// Files (the database, its shards) left with the unfinished write of a
     /// killed piidx: nothing else is checked until they are rolled back.
     pub unfinished_writes: Vec<String>,
@@ -77,6 +79,12 @@ pub struct Findings {
 impl Findings {
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
+        for file in &self.exposed {
+            out.push(format!(
+                "{} can be read or written by other users (mode {}); `piidx doctor --fix` makes it private",
+                file.path, file.mode
+            ));
+        }
         for path in &self.unfinished_writes {
             out.push(format!(
                 "{path} holds the unfinished write of a piidx that was killed (a hot journal); `piidx doctor --fix` rolls it back (so does any piidx command that may write it)"
@@ -107,6 +115,13 @@ impl Findings {
     }
 }
 
+/// A file of the index with group or other permission bits (`mode` is octal's value).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ExposedFile {
+    pub path: String,
+    pub mode: String,
+}
+
 /// The outcome of `doctor`.
 #[derive(Debug, Clone, Serialize)]
 pub struct DoctorReport {
@@ -132,6 +147,11 @@ pub enum DoctorError {
         "{db} must be rebuilt but no sessions root is known (none recorded in it, or none exists); pass --root DIR"
     )]
     NoRoots { db: PathBuf },
+    #[error("cannot make {path} private; run chmod go-rwx on it yourself")]
+    MakePrivate {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot {what} {path} (the old database is kept at {db})")]
     Io {
         what: &'static str,
@@ -165,6 +185,12 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
         return Ok(report);
     }
     let mut findings = findings;
+    for file in &findings.exposed {
+        make_private(Path::new(&file.path))?;
+        report
+            .fixed
+            .push(format!("made {} private (chmod go-rwx)", file.path));
+    }
     if !findings.unfinished_writes.is_empty() {
         for path in &findings.unfinished_writes {
             crate::store::roll_back(Path::new(path))?;
@@ -216,11 +242,33 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
     Ok(report)
 }
 
+/// Takes group and other permissions off one of the index's files.
+fn make_private(path: &Path) -> Result<(), DoctorError> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |source| DoctorError::MakePrivate {
+        path: path.to_owned(),
+        source,
+    };
+    let mode = std::fs::metadata(path).map_err(io)?.permissions().mode();
+    std::fs::set_permissions(
+        path,
+        std::fs::Permissions::from_mode(mode & !crate::private::UMASK),
+    )
+    .map_err(io)
+}
+
 /// One pass of checks. Errors only for what doctor cannot judge or must not
 /// touch: a database of another program or of a newer piidx.
 pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorError> {
     // Reading past a hot journal would roll it back: look, and stop there.
     let mut findings = Findings {
+        exposed: crate::private::exposed(db)
+            .into_iter()
+            .map(|(path, mode)| ExposedFile {
+                path: path.display().to_string(),
+                mode: format!("{mode:04o}"),
+            })
+            .collect(),
         unfinished_writes: crate::store::unfinished_writes(db)
             .iter()
             .map(|path| path.display().to_string())

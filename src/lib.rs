@@ -16,6 +16,7 @@ pub mod ingest;
 pub mod normalize;
 pub mod parse;
 pub mod pipeline;
+pub mod private;
 pub mod query;
 pub mod read;
 pub mod render;

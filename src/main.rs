@@ -10,6 +10,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Before anything is created: every file piidx writes is the user's alone.
+    piidx::private::owner_only();
     let cli = cli::Cli::parse();
     match cmd::run(cli) {
         Ok(code) => code,

@@ -161,7 +161,12 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let (store, states) = opened?;
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
-        warnings: discovery.warnings.clone(),
+        warnings: discovery
+            .warnings
+            .iter()
+            .cloned()
+            .chain(crate::private::exposed_warning(&options.db))
+            .collect(),
         unreadable: discovery
             .unreadable
             .iter()

@@ -13,6 +13,8 @@ mod incremental;
 mod crash;
 // Unreadable paths and read-only indexes, as an ordinary user.
 mod permissions;
+// Owner-only files under any umask; an index others can read is reported.
+mod private;
 // Pi 1.5.x written by Pi's own code: coverage, listAll, context, usage.
 mod pi152;
 // Rows against counts computed independently from the fixture files.
