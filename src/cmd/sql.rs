@@ -1,11 +1,12 @@
 //! `piidx sql`: one read-only statement, rows printed as they come.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::Global;
-use piidx::query::sql::{self, SqlError};
+use piidx::query::sql::{self, Limits, SqlError};
 use piidx::render::{Format, sql::Printer};
 
 #[derive(Debug, clap::Args)]
@@ -18,13 +19,22 @@ pub struct Args {
     /// Print CSV with a header row
     #[arg(long)]
     pub csv: bool,
+    /// Stop the statement after this many seconds in SQLite (0: no limit)
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Stop the statement when SQLite needs more than this much memory, in MiB (0: no limit)
+    #[arg(long, value_name = "MIB", default_value_t = 2048)]
+    pub max_memory: u64,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
-    let index = global.index()?;
+    let limits = Limits {
+        timeout: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout.min(1e9))),
+        memory: (args.max_memory > 0).then(|| args.max_memory.saturating_mul(1 << 20)),
+    };
     let mut out = super::stdout();
     let mut printer = Printer::new(&mut out, Format::choose(args.json, args.csv), global.term);
-    match sql::run(&index, &args.query, &mut printer) {
+    match sql::run(&global.db, &args.query, limits, &mut printer) {
         Ok(()) => {}
         // Not the query's fault: the output went away or failed.
         Err(SqlError::Output(err)) => return Err(err.into()),

@@ -230,6 +230,14 @@ impl Index {
         &self.conn
     }
 
+    /// Stops the running statement (with `SQLITE_INTERRUPT`) as soon as
+    /// `stop` returns true; SQLite asks every few thousand steps.
+    pub fn interrupt_when(&mut self, stop: impl FnMut() -> bool + Send + 'static) -> Result<()> {
+        self.conn
+            .progress_handler(4096, Some(stop))
+            .map_err(sqlite_error(&self.path))
+    }
+
     /// Runs `read` in one read transaction. Each statement on its own reads
     /// the database as it is then; inside, all of them read one snapshot, so
     /// a sync that commits meanwhile (say, removing the session just looked

@@ -136,3 +136,39 @@ fn a_reader_that_leaves_early_ends_every_output_quietly() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+/// A statement that would run forever or eat the machine is stopped with a
+/// message naming the option that allows more; nothing is half-printed as
+/// success.
+#[test]
+fn runaway_statements_stop_at_the_timeout_and_the_memory_cap() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let endless =
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+    let out = env.run(&["sql", endless, "--timeout", "0.5"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("was stopped") && stderr.contains("--timeout"),
+        "{stderr}"
+    );
+
+    let doubling = "WITH RECURSIVE c(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM c) SELECT length(x) FROM c";
+    let out = env.run(&["sql", doubling, "--max-memory", "64", "--timeout", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("64 MiB") && stderr.contains("--max-memory"),
+        "{stderr}"
+    );
+
+    // Within the limits the same kind of statement answers.
+    let out = env.run(&["sql", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT count(*) AS n FROM c", "--json", "--max-memory", "64"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1000"));
+}
