@@ -1,13 +1,17 @@
 //! CSV of any list of answers: one column per field of the serialised
-//! value, in its order; nested values as compact JSON.
+//! value, in its order; nested values as compact JSON. CSV is data, so its
+//! text is exact, except on a terminal, where control characters are shown
+//! (`render::safe`) like every other text from sessions.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::Value;
 
+use super::{Term, safe};
+
 /// Writes a header and one line per item.
-pub fn write_csv<T: Serialize>(out: &mut dyn Write, items: &[T]) -> io::Result<()> {
+pub fn write_csv<T: Serialize>(out: &mut dyn Write, items: &[T], term: &Term) -> io::Result<()> {
     let mut columns: Vec<String> = Vec::new();
     let mut rows: Vec<Vec<Value>> = Vec::with_capacity(items.len());
     for item in items {
@@ -26,24 +30,20 @@ pub fn write_csv<T: Serialize>(out: &mut dyn Write, items: &[T]) -> io::Result<(
                 .collect(),
         );
     }
-    write_rows(out, &columns, rows)
-}
-
-/// Writes a header and rows of values.
-pub(super) fn write_rows(
-    out: &mut dyn Write,
-    columns: &[String],
-    rows: impl IntoIterator<Item = Vec<Value>>,
-) -> io::Result<()> {
-    writeln!(out, "{}", line(columns.iter().cloned()))?;
+    writeln!(out, "{}", line(columns.iter().cloned(), term))?;
     for row in rows {
-        writeln!(out, "{}", line(row.iter().map(plain)))?;
+        writeln!(out, "{}", line(row.iter().map(plain), term))?;
     }
     Ok(())
 }
 
-pub(super) fn line(cells: impl Iterator<Item = String>) -> String {
+/// One CSV line of `cells`, quoted where needed.
+pub(super) fn line(cells: impl Iterator<Item = String>, term: &Term) -> String {
     cells
+        .map(|cell| match term.is_terminal {
+            true => safe(&cell).into_owned(),
+            false => cell,
+        })
         .map(|cell| {
             if cell.contains([',', '"', '\n', '\r']) {
                 format!("\"{}\"", cell.replace('"', "\"\""))

@@ -34,7 +34,7 @@ pub fn write(out: &mut dyn Write, hits: &[Hit], format: Format, term: &Term) -> 
             if format == Format::Json {
                 write_json(out, &hits)
             } else {
-                write_csv(out, &hits)
+                write_csv(out, &hits, term)
             }
         }
         Format::Table => {
@@ -155,7 +155,7 @@ pub fn write_sessions(
 ) -> io::Result<()> {
     match format {
         Format::Json => write_json(out, &sessions),
-        Format::Csv => write_csv(out, sessions),
+        Format::Csv => write_csv(out, sessions, term),
         Format::Table => {
             let mut table = Table::new(vec![
                 Column::fixed("session"),

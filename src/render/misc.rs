@@ -81,7 +81,7 @@ pub fn write_roots(
 ) -> io::Result<()> {
     match format {
         Format::Json => write_json(out, &roots),
-        Format::Csv => write_csv(out, roots),
+        Format::Csv => write_csv(out, roots, term),
         Format::Table => {
             let mut table = Table::new(vec![
                 Column::path("root"),
@@ -119,7 +119,7 @@ pub fn write_subagents(
 ) -> io::Result<()> {
     match format {
         Format::Json => write_json(out, &runs),
-        Format::Csv => write_csv(out, runs),
+        Format::Csv => write_csv(out, runs, term),
         Format::Table => {
             let mut table = Table::new(vec![
                 Column::fixed("time"),

@@ -22,7 +22,7 @@ pub fn write(
         Format::Csv => {
             let values: Vec<serde_json::Value> =
                 sessions.iter().map(SessionInfo::to_pi_json).collect();
-            super::write_csv(out, &values)
+            super::write_csv(out, &values, term)
         }
         Format::Table => table(sessions).write(out, term),
     }

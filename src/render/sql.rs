@@ -96,7 +96,7 @@ impl RowSink for Printer<'_> {
     fn columns(&mut self, names: &[String]) -> io::Result<()> {
         self.columns = names.to_vec();
         match self.format {
-            Format::Csv => writeln!(self.out, "{}", line(names.iter().cloned())),
+            Format::Csv => writeln!(self.out, "{}", line(names.iter().cloned(), &self.term)),
             Format::Json | Format::Table => Ok(()),
         }
     }
@@ -104,7 +104,7 @@ impl RowSink for Printer<'_> {
     fn row(&mut self, values: Vec<Value>) -> io::Result<()> {
         self.rows += 1;
         match self.format {
-            Format::Csv => writeln!(self.out, "{}", line(values.iter().map(plain))),
+            Format::Csv => writeln!(self.out, "{}", line(values.iter().map(plain), &self.term)),
             Format::Json => {
                 // The layout `to_writer_pretty` gives the whole array.
                 let object: Map<String, Value> = self.columns.iter().cloned().zip(values).collect();

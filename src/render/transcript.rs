@@ -481,7 +481,8 @@ impl<'a> Writer<'a> {
                         .map(|edit| format!(" ✎ edited by {}", self.tree.nodes[edit].id))
                         .unwrap_or_default();
                     let answer = format!(
-                        "← {name}{} ({}){edited}",
+                        "← {}{} ({}){edited}",
+                        safe(name),
                         if error { " ERROR" } else { "" },
                         self.tree.nodes[result.node].id,
                     );

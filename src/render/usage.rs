@@ -27,7 +27,7 @@ pub fn write(
 ) -> io::Result<()> {
     match format {
         Format::Json => write_json(out, &objects(report)),
-        Format::Csv => write_csv(out, &objects(report)),
+        Format::Csv => write_csv(out, &objects(report), term),
         Format::Table => {
             // Keys are cut in the compact layouts only.
             let fits = |table: &Table, layout: Layout| match term.width {
@@ -250,7 +250,7 @@ pub fn write_tools(
 ) -> io::Result<()> {
     match format {
         Format::Json => write_json(out, &stats),
-        Format::Csv => write_csv(out, stats),
+        Format::Csv => write_csv(out, stats, term),
         Format::Table => {
             let mut table = Table::new(vec![
                 Column::text("key"),

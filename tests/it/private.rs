@@ -120,3 +120,122 @@ fn an_index_others_can_read_is_reported_and_doctor_fix_makes_it_private() {
     assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
     assert_eq!(env.run(&["sync", "--root", &root]).status.code(), Some(0));
 }
+
+/// A session whose text carries terminal escapes: OSC 52 (writes the
+/// clipboard), OSC 0 (window title), CSI 2J (clears the screen), BEL.
+fn hostile_session(env: &Env) {
+    let dir = env.root.join("--home-user-evil--");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let esc = "\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    let lines = [
+        serde_json::json!({"type": "session", "version": 3, "id": "0e5c0000-0000-4000-8000-000000000001",
+            "timestamp": "2026-11-01T10:00:00.000Z", "cwd": format!("/home/user/evil{esc}")}),
+        serde_json::json!({"type": "session_info", "id": "a0000001", "parentId": null,
+            "timestamp": "2026-11-01T10:00:00.500Z", "name": format!("named {esc} zapword")}),
+        serde_json::json!({"type": "message", "id": "a0000002", "parentId": "a0000001",
+            "timestamp": "2026-11-01T10:00:01.000Z",
+            "message": {"role": "user", "content": format!("zapword please {esc} run it"), "timestamp": 1}}),
+        serde_json::json!({"type": "message", "id": "a0000003", "parentId": "a0000002",
+            "timestamp": "2026-11-01T10:00:02.000Z",
+            "message": {"role": "assistant", "content": [
+                {"type": "text", "text": format!("sure {esc}")},
+                {"type": "toolCall", "id": "call1", "name": format!("bash{esc}"), "arguments": {"command": format!("echo {esc}")}}],
+                "api": "anthropic-messages", "provider": "anthropic", "model": format!("m{esc}"),
+                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                "stopReason": "toolUse", "timestamp": 2}}),
+        serde_json::json!({"type": "message", "id": "a0000004", "parentId": "a0000003",
+            "timestamp": "2026-11-01T10:00:03.000Z",
+            "message": {"role": "toolResult", "toolCallId": "call1", "toolName": format!("bash{esc}"),
+                "content": [{"type": "text", "text": format!("zapword output {esc}")}], "isError": false, "timestamp": 3}}),
+        serde_json::json!({"type": "label", "id": "a0000005", "parentId": "a0000004",
+            "timestamp": "2026-11-01T10:00:04.000Z", "targetId": "a0000002", "label": format!("lbl{esc}")}),
+    ];
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    fs::write(
+        dir.join("2026-11-01T10-00-00-000Z_0e5c0000-0000-4000-8000-000000000001.jsonl"),
+        text,
+    )
+    .expect("write session");
+}
+
+/// No ESC or BEL from session text reaches the output of any command meant
+/// for people; JSON keeps the text exactly.
+#[test]
+fn terminal_escapes_in_session_text_never_reach_the_output_raw() {
+    let env = Env::new();
+    hostile_session(&env);
+    env.sync();
+    let commands: &[&[&str]] = &[
+        &["sessions"],
+        &["sessions", "--all"],
+        &["search", "zapword"],
+        &["search", "zapword", "-l"],
+        &["show", "0e5c0000"],
+        &["show", "0e5c0000", "--all"],
+        &["show", "0e5c0000", "--markdown"],
+        &["tree", "0e5c0000"],
+        &["usage", "--by", "model"],
+        &["usage", "--by", "project"],
+        &["usage", "--by", "session"],
+        &["tools"],
+        &["subagents"],
+        &["roots"],
+        &["doctor"],
+        &["sql", "SELECT name, cwd FROM sessions"],
+    ];
+    for args in commands {
+        let out = env.run(args);
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert!(
+                !bytes.iter().any(|b| *b == 0x1b || *b == 0x07),
+                "{args:?} wrote a raw escape to {stream}: {}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}");
+    }
+    let shown = env.run(&["show", "0e5c0000"]);
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("^[]52;c;ZXZpbA==^G"),
+        "escapes are shown, not dropped"
+    );
+    // CSV and JSON are data for programs (here a pipe): the text is exact.
+    for args in [
+        &["sessions", "--csv"][..],
+        &["sql", "SELECT name FROM sessions", "--csv"],
+    ] {
+        let out = env.run(args);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("\u{1b}]0;pwned\u{7}"),
+            "{args:?}"
+        );
+    }
+    // The same CSV on a real pseudo-terminal (script(1)) shows them instead.
+    let out = Command::new("script")
+        .args([
+            "-qec",
+            &format!(
+                "{} --db {} --color never sessions --csv",
+                env!("CARGO_BIN_EXE_piidx"),
+                env.db.display()
+            ),
+            "/dev/null",
+        ])
+        .env_remove("PIIDX_DB")
+        .output()
+        .expect("run script(1)");
+    let on_terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        on_terminal.contains("named ^[]52;c;ZXZpbA==^G") && !on_terminal.contains('\u{7}'),
+        "{on_terminal}"
+    );
+    let out = env.run(&["search", "zapword", "--json"]);
+    let hits: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        hits.iter().any(|hit| hit["session_name"]
+            .as_str()
+            .is_some_and(|name| name.contains("\u{1b}]0;pwned\u{7}"))),
+        "--json keeps the exact text: {hits:?}"
+    );
+}
