@@ -36,6 +36,8 @@ pub struct DoctorOptions {
     pub roots: Vec<PathBuf>,
     pub max_line_bytes: usize,
     pub lock_wait: Duration,
+    /// Texts that must be nowhere in the index's files (`--absent`).
+    pub absent: Vec<String>,
 }
 
 /// One file whose rows differ from its source.
@@ -74,6 +76,17 @@ pub struct Findings {
     pub stale_copies: i64,
     pub files_checked: u64,
     pub files_differing: Vec<FileDiff>,
+    /// `--absent` texts found in a file of the index.
+    pub text_present: Vec<TextFound>,
+}
+
+/// Where an `--absent` text still is; `text` masked past its first four
+/// characters (it may be a secret).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TextFound {
+    pub text: String,
+    pub path: String,
+    pub offset: u64,
 }
 
 impl Findings {
@@ -111,6 +124,12 @@ impl Findings {
         for diff in &self.files_differing {
             out.push(format!("{}: {}", diff.path, diff.reason));
         }
+        for found in &self.text_present {
+            out.push(format!(
+                "{} is still in {} (byte {}): a session the index holds has it, or one deleted while a reader held the index (the next `piidx sync` purges it)",
+                found.text, found.path, found.offset
+            ));
+        }
         out
     }
 }
@@ -147,6 +166,11 @@ pub enum DoctorError {
         "{db} must be rebuilt but no sessions root is known (none recorded in it, or none exists); pass --root DIR"
     )]
     NoRoots { db: PathBuf },
+    #[error("cannot read the files of {path} to look for --absent texts")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot make {path} private; run chmod go-rwx on it yourself")]
     MakePrivate {
         path: PathBuf,
@@ -171,7 +195,8 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
     } else {
         None
     };
-    let findings = diagnose(db, options.max_line_bytes)?;
+    let mut findings = diagnose(db, options.max_line_bytes)?;
+    findings.text_present = find_texts(db, &options.absent)?;
     let problems = findings.problems();
     let mut report = DoctorReport {
         db: db.display().to_string(),
@@ -238,8 +263,28 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
                 .push(format!("recounted the fork copies of {stale} rows"));
         }
     }
-    report.remaining = diagnose(db, options.max_line_bytes)?.problems();
+    let mut after = diagnose(db, options.max_line_bytes)?;
+    after.text_present = find_texts(db, &options.absent)?;
+    report.remaining = after.problems();
     Ok(report)
+}
+
+/// Every place one of `texts` is found in the index's files.
+fn find_texts(db: &Path, texts: &[String]) -> Result<Vec<TextFound>, DoctorError> {
+    let mut found = Vec::new();
+    for text in texts {
+        let places = crate::private::find_text(db, text).map_err(|source| DoctorError::Read {
+            path: db.to_owned(),
+            source,
+        })?;
+        let masked: String = text.chars().take(4).chain("…".chars()).collect();
+        found.extend(places.into_iter().map(|(path, offset)| TextFound {
+            text: masked.clone(),
+            path: path.display().to_string(),
+            offset,
+        }));
+    }
+    Ok(found)
 }
 
 /// Takes group and other permissions off one of the index's files.

@@ -9,7 +9,9 @@
 //! journals the database's mode); setting modes file by file would miss the
 //! next one someone adds. `exposed` finds an index that an older piidx, or
 //! a `cp`, left readable by others, for a warning with the `chmod` that
-//! fixes it.
+//! fixes it; `find_text` checks that deleted text is really gone from every
+//! file of the index (the deletion itself: `store`, `secure_delete` and the
+//! shards' purge).
 
 use std::path::{Path, PathBuf};
 
@@ -26,11 +28,71 @@ pub fn owner_only() {
     }
 }
 
-/// The files of the index at `db` that others may read or write: the
-/// database and its side files (`-wal`, `-shm`, `-journal`, `.lock`, the
-/// shards `.fts<N>` and their journals), with their modes.
+/// The files of the index at `db` that others may read or write, with
+/// their modes.
 pub fn exposed(db: &Path) -> Vec<(PathBuf, u32)> {
     use std::os::unix::fs::PermissionsExt;
+    index_files(db)
+        .into_iter()
+        .filter_map(|path| {
+            let meta = std::fs::metadata(&path).ok()?;
+            let mode = meta.permissions().mode() & 0o777;
+            (mode & UMASK != 0).then_some((path, mode))
+        })
+        .collect()
+}
+
+/// Where the bytes of `text` (as given, or lowercased, as the word index
+/// keeps words) still are in the index's files: each file with the offset of
+/// the first match. What `doctor --absent` checks after a deletion.
+pub fn find_text(db: &Path, text: &str) -> std::io::Result<Vec<(PathBuf, u64)>> {
+    let mut needles = vec![text.as_bytes().to_vec()];
+    let lower = text.to_lowercase();
+    if lower != text {
+        needles.push(lower.into_bytes());
+    }
+    let mut found = Vec::new();
+    for path in index_files(db) {
+        if let Some(offset) = first_match(&path, &needles)? {
+            found.push((path, offset));
+        }
+    }
+    Ok(found)
+}
+
+/// The offset of the first of `needles` in the file, read in blocks (an
+/// index can be larger than memory should hold).
+fn first_match(path: &Path, needles: &[Vec<u8>]) -> std::io::Result<Option<u64>> {
+    use std::io::Read;
+    let longest = needles.iter().map(Vec::len).max().unwrap_or(0);
+    if longest == 0 {
+        return Ok(None);
+    }
+    let finders: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
+    let mut file = std::fs::File::open(path)?;
+    let mut buffer = Vec::new();
+    let mut block = vec![0u8; 8 << 20];
+    let mut buffer_start = 0u64;
+    loop {
+        let read = file.read(&mut block)?;
+        if read == 0 {
+            return Ok(None);
+        }
+        buffer.extend_from_slice(&block[..read]);
+        if let Some(at) = finders.iter().filter_map(|f| f.find(&buffer)).min() {
+            return Ok(Some(buffer_start + at as u64));
+        }
+        // Keep what a match across the block boundary needs.
+        let keep = buffer.len().min(longest - 1);
+        let drop = buffer.len() - keep;
+        buffer.drain(..drop);
+        buffer_start += drop as u64;
+    }
+}
+
+/// The database and its side files (`-wal`, `-shm`, `-journal`, `.lock`,
+/// the shards `.fts<N>` and their journals) that exist, sorted.
+fn index_files(db: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (db.parent(), db.file_name()) else {
         return Vec::new();
     };
@@ -43,14 +105,11 @@ pub fn exposed(db: &Path) -> Vec<(PathBuf, u32)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut found: Vec<(PathBuf, u32)> = entries
+    let mut found: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|entry| is_side_file(&name, &entry.file_name().to_string_lossy()))
-        .filter_map(|entry| {
-            let meta = entry.metadata().ok()?;
-            let mode = meta.permissions().mode() & 0o777;
-            (meta.is_file() && mode & UMASK != 0).then(|| (dir.join(entry.file_name()), mode))
-        })
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+        .map(|entry| dir.join(entry.file_name()))
         .collect();
     found.sort();
     found
@@ -129,6 +188,26 @@ mod tests {
         ] {
             assert!(!is_side_file("piidx.db", file), "{file}");
         }
+    }
+
+    #[test]
+    fn text_is_found_across_block_boundaries_and_lowercased() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("x.db");
+        let mut bytes = vec![b'.'; (8 << 20) - 3];
+        bytes.extend_from_slice(b"SeCrEt");
+        std::fs::write(&db, &bytes).expect("write");
+        std::fs::write(dir.path().join("x.db.fts0"), b"..secret..").expect("write");
+        std::fs::write(dir.path().join("other.db"), b"SeCrEt").expect("write");
+        let found = find_text(&db, "SeCrEt").expect("search");
+        assert_eq!(
+            found,
+            vec![
+                (db.clone(), (8 << 20) - 3),
+                (dir.path().join("x.db.fts0"), 2)
+            ]
+        );
+        assert!(find_text(&db, "absent").expect("search").is_empty());
     }
 
     #[test]

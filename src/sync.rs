@@ -221,6 +221,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     if bulk_load {
         store.end_bulk_load()?;
     }
+    store.scrub_wal()?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }

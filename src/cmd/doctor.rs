@@ -25,6 +25,9 @@ pub struct Args {
     /// The line cap the index was built with (see `sync --max-line-bytes`)
     #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
     pub max_line_bytes: usize,
+    /// Check that TEXT (a secret, say) is nowhere in the index's files, as given or lowercased; repeatable
+    #[arg(long, value_name = "TEXT")]
+    pub absent: Vec<String>,
     /// Seconds to wait for a running sync before giving up (exit code 3; only with --fix)
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub wait: f64,
@@ -41,6 +44,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             .collect(),
         max_line_bytes: args.max_line_bytes.max(1024),
         lock_wait: super::sync::wait(args.wait),
+        absent: args.absent,
     };
     let report = doctor::run(&options)?;
     let mut out = super::stdout();

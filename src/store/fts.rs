@@ -39,7 +39,8 @@ CREATE TABLE shard(
   db_id        TEXT NOT NULL,    -- fts_shards.db_id of the main database
   shard        INTEGER NOT NULL, -- this file holds chunk ids with id % shards = shard
   shards       INTEGER NOT NULL,
-  indexed_upto INTEGER NOT NULL  -- every such chunk id <= this is indexed
+  indexed_upto INTEGER NOT NULL, -- every such chunk id <= this is indexed
+  purge_pending INTEGER NOT NULL DEFAULT 0 -- rows were deleted; see `purge`
 );
 CREATE VIRTUAL TABLE fts USING fts5(
   body,
@@ -688,6 +689,7 @@ fn open_shard_for_writing(
     {
         let conn = Connection::open(path).map_err(&err)?;
         configure_shard(&conn, path)?;
+        add_purge_column(&conn).map_err(&err)?;
         return Ok((conn, upto));
     }
     remove_shard_file(path).map_err(|source| StoreError::Shard {
@@ -736,6 +738,21 @@ fn shard_mark(
     .optional()
 }
 
+/// Shards written before deletions were purged lack `purge_pending`.
+fn add_purge_column(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('shard') WHERE name = 'purge_pending'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has {
+        conn.execute_batch(
+            "ALTER TABLE shard ADD COLUMN purge_pending INTEGER NOT NULL DEFAULT 0",
+        )?;
+    }
+    Ok(())
+}
+
 /// Read-only media: a check that needs to write cannot run; not a finding.
 fn is_read_only(err: &rusqlite::Error) -> bool {
     matches!(err, rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::ReadOnly)
@@ -763,6 +780,8 @@ fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
 /// database has already committed.
 fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Result<bool> {
     let err = sqlite_error(path);
+    // A purge a killed sync left undone comes first.
+    purge(&conn).map_err(&err)?;
     while let Ok(work) = receiver.recv() {
         match write_work(&conn, &work) {
             Ok(()) => {}
@@ -777,7 +796,48 @@ fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Resul
             Err(other) => return Err(err(other)),
         }
     }
+    purge(&conn).map_err(&err)?;
     Ok(true)
+}
+
+/// The shards are contentless: deleting a row only records its id, and
+/// its words stay in the index's segments until FTS5 merges them, which it
+/// may never do; and a merge leaves the old segments' pages on the free
+/// list as they were. So deleted text (a removed session, a secret) would
+/// still be in the file. After rows were deleted, the segments are merged
+/// into one (`optimize`), which drops them, and the file is rewritten
+/// without free pages (`VACUUM`, through a temporary file rather than
+/// memory: it is as large as the shard). `purge_pending`, set in the
+/// transaction that deletes, is cleared only after both, so a kill on the
+/// way is made good by the next sync. Only a sync that deleted rows pays for
+/// this, where `secure_delete` would have slowed every cold sync (measured
+/// in docs/performance.md). A reader holding the file leaves it pending.
+fn purge(conn: &Connection) -> rusqlite::Result<()> {
+    let pending: i64 = conn.query_row("SELECT purge_pending FROM shard", [], |row| row.get(0))?;
+    if pending == 0 {
+        return Ok(());
+    }
+    let purged = conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         INSERT INTO fts(fts) VALUES ('optimize');
+         INSERT INTO fts_trigram(fts_trigram) VALUES ('optimize');
+         COMMIT;
+         PRAGMA temp_store = FILE;
+         VACUUM;
+         PRAGMA temp_store = MEMORY;
+         UPDATE shard SET purge_pending = 0;",
+    );
+    match purged {
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+        {
+            if !conn.is_autocommit() {
+                conn.execute_batch("ROLLBACK")?;
+            }
+            conn.execute_batch("PRAGMA temp_store = MEMORY")
+        }
+        other => other,
+    }
 }
 
 fn write_work(conn: &Connection, work: &Work) -> rusqlite::Result<()> {
@@ -787,6 +847,9 @@ fn write_work(conn: &Connection, work: &Work) -> rusqlite::Result<()> {
     for id in &work.deletes {
         delete.execute([id])?;
         delete_trigrams.execute([id])?;
+    }
+    if !work.deletes.is_empty() {
+        conn.execute("UPDATE shard SET purge_pending = 1", [])?;
     }
     let mut insert = conn.prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")?;
     let mut insert_trigrams =

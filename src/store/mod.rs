@@ -287,6 +287,8 @@ pub struct Writer {
     next_chunk_id: Cell<i64>,
     /// Writer threads of the full-text shards, during a sync.
     shards: RefCell<Option<fts::ShardWriters>>,
+    /// Rows were deleted since the handle opened: `scrub_wal` has work.
+    deleted_rows: Cell<bool>,
 }
 
 impl Writer {
@@ -298,6 +300,7 @@ impl Writer {
             pending_deletes: Default::default(),
             next_chunk_id: Cell::new(0),
             shards: Default::default(),
+            deleted_rows: Cell::new(false),
         }
     }
 
@@ -318,13 +321,16 @@ impl Writer {
         Ok(writer)
     }
 
+    /// `secure_delete`: what a deletion frees is overwritten with zeros, so
+    /// the text of a deleted session (or of a secret in it) does not live on
+    /// in free pages; `scrub_wal` takes it out of the WAL too.
     fn configure(&self) -> Result<()> {
         self.conn
             .busy_timeout(Duration::from_secs(10))
             .map_err(sqlite_error(&self.path))?;
         self.conn
             .execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA secure_delete = ON;
                  PRAGMA cache_size = -16384; PRAGMA journal_size_limit = 67108864; PRAGMA foreign_keys = OFF;",
             )
             .map_err(sqlite_error(&self.path))
@@ -346,6 +352,35 @@ impl Writer {
     /// there the next time the file is opened for writing.
     pub fn end_bulk_load(&self) -> Result<()> {
         self.set_journal_mode("WAL", "NORMAL")
+    }
+
+    /// After rows were deleted: the WAL still holds the pages as they were
+    /// before (the deleted text in them) until it is overwritten. Copies it
+    /// into the database and truncates it. Best effort, without waiting: a
+    /// reader that holds an old snapshot keeps the WAL until the next sync.
+    pub fn scrub_wal(&self) -> Result<()> {
+        if !self.deleted_rows.get() {
+            return Ok(());
+        }
+        let err = sqlite_error(&self.path);
+        self.conn.busy_timeout(Duration::ZERO).map_err(&err)?;
+        let done = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                row.get::<_, i64>(0)
+            });
+        self.conn
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(&err)?;
+        match done {
+            Ok(_) => Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                Ok(())
+            }
+            Err(other) => Err(classify(&self.path, other)),
+        }
     }
 
     /// Best effort: leaving or entering WAL needs the file to itself, so if a

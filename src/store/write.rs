@@ -129,6 +129,7 @@ impl Writer {
     }
 
     fn delete_file_rows(&self, file_id: i64) -> Result<()> {
+        self.deleted_rows.set(true);
         self.delete_fts_rows(file_id)?;
         let sql = [
             "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",

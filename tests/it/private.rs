@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::util::Env;
+use crate::util::{Env, write_user_session};
 
 /// `piidx --db <db> ARGS` started under `umask`.
 fn run_with_umask(env: &Env, db: &Path, umask: u32, args: &[&str]) -> Output {
@@ -237,5 +237,75 @@ fn terminal_escapes_in_session_text_never_reach_the_output_raw() {
             .as_str()
             .is_some_and(|name| name.contains("\u{1b}]0;pwned\u{7}"))),
         "--json keeps the exact text: {hits:?}"
+    );
+}
+
+/// The files of the index in the test directory (database, WAL, shards,
+/// journals, lock) holding `needle`.
+fn index_files_holding(env: &Env, needle: &[u8]) -> Vec<String> {
+    let mut holding = Vec::new();
+    for entry in fs::read_dir(env.dir.path()).expect("list") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if !name.starts_with("index.db") || !path.is_file() {
+            continue;
+        }
+        let bytes = fs::read(&path).expect("read");
+        if bytes.windows(needle.len()).any(|window| window == needle) {
+            holding.push(name.into_owned());
+        }
+    }
+    holding.sort();
+    holding
+}
+
+/// A session deleted from disk leaves no byte of its text in any file of
+/// the index: not in the main file's free pages or WAL, not in the word
+/// index's segments; `doctor --absent` says so.
+#[test]
+fn a_deleted_session_leaves_no_trace_in_any_file() {
+    let env = Env::new();
+    let dir = env.root.join("--proj--");
+    let secret = "ghp_Zq7XmPLUTONIUMwv93kdQ8 is the token";
+    write_user_session(
+        &dir,
+        "0e5c0000-0000-4000-8000-00000000aaaa",
+        serde_json::json!(secret),
+    );
+    write_user_session(
+        &dir,
+        "0e5c0000-0000-4000-8000-00000000bbbb",
+        serde_json::json!("keepword stays"),
+    );
+    env.sync();
+    // The stored text, and the word as the word index keeps it.
+    let (text, word) = (&b"PLUTONIUMwv93kdQ8"[..], &b"plutoniumwv93kdq8"[..]);
+    assert_eq!(index_files_holding(&env, text), vec!["index.db"]);
+    assert!(!index_files_holding(&env, word).is_empty());
+    let out = env.run(&["doctor", "--absent", "PLUTONIUMwv93kdQ8"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("PLUT… is still in"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    fs::remove_file(dir.join("0e5c0000-0000-4000-8000-00000000aaaa.jsonl")).expect("rm");
+    env.sync();
+    assert_eq!(index_files_holding(&env, text), Vec::<String>::new());
+    assert_eq!(index_files_holding(&env, word), Vec::<String>::new());
+    let out = env.run(&["doctor", "--absent", "PLUTONIUMwv93kdQ8"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The rest is still there and searchable.
+    let out = env.run(&["search", "keepword"]);
+    assert!(out.status.success());
+    assert_eq!(
+        env.run(&["search", "plutoniumwv93kdq8"]).status.code(),
+        Some(1)
     );
 }
