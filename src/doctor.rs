@@ -209,7 +209,6 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
     if !options.fix || problems.is_empty() {
         return Ok(report);
     }
-    let mut findings = findings;
     for file in &findings.exposed {
         make_private(Path::new(&file.path))?;
         report
