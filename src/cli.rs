@@ -56,6 +56,8 @@ pub enum Command {
     Tools(cmd::tools::Args),
     /// List subagent runs (delegations recorded by subagent tool results)
     Subagents(cmd::subagents::Args),
+    /// List what looks like a credential in the index (masked), to know what to rotate
+    Secrets(cmd::secrets::Args),
     /// Run one read-only SQL statement against the index
     Sql(cmd::sql::Args),
     /// Check the index (SQLite, FTS, schema, rows vs. files) and with --fix repair it

@@ -21,6 +21,7 @@ pub mod query;
 pub mod read;
 pub mod render;
 pub mod roots;
+pub mod secrets;
 pub mod store;
 pub mod sync;
 pub mod time;

@@ -9,6 +9,7 @@ pub mod export;
 pub mod man;
 pub mod roots;
 pub mod search;
+pub mod secrets;
 pub mod sessions;
 pub mod show;
 pub mod sql;
@@ -80,6 +81,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Usage(args) => usage::run(args, &global),
         Command::Tools(args) => tools::run(args, &global),
         Command::Subagents(args) => subagents::run(args, &global),
+        Command::Secrets(args) => secrets::run(args, &global),
         Command::Sql(args) => sql::run(args, &global),
         Command::Doctor(args) => doctor::run(args, &global),
         Command::Roots(args) => roots::run(args, &global),

@@ -5,6 +5,7 @@
 pub mod export;
 pub mod scope;
 pub mod search;
+pub mod secrets;
 pub mod sessions;
 pub mod sql;
 pub mod subagents;

@@ -1,10 +1,11 @@
 //! The smaller reports: `sync`'s summary, `doctor`'s findings, `roots`,
-//! `subagents`, and warnings on standard error.
+//! `subagents`, `secrets`, and warnings on standard error.
 
 use std::io::{self, Write};
 
 use super::{Cell, Column, Format, Table, Term, money, one_line, safe, write_csv, write_json};
 use crate::doctor::DoctorReport;
+use crate::query::secrets::SecretFound;
 use crate::query::subagents::SubagentRun;
 use crate::store::RootInfo;
 use crate::sync::SyncReport;
@@ -161,6 +162,47 @@ pub fn write_subagents(
                         .take(8)
                         .collect::<String>()
                         .into(),
+                ]);
+            }
+            table.write(out, term)
+        }
+    }
+}
+
+/// `piidx secrets`: what looks like a credential, masked.
+pub fn write_secrets(
+    out: &mut dyn Write,
+    found: &[SecretFound],
+    format: Format,
+    term: &Term,
+) -> io::Result<()> {
+    match format {
+        Format::Json => write_json(out, &found),
+        Format::Csv => write_csv(out, found, term),
+        Format::Table => {
+            let mut table = Table::new(vec![
+                Column::fixed("time"),
+                Column::fixed("session"),
+                Column::fixed("entry"),
+                Column::fixed("kind"),
+                Column::text("preview"),
+                Column::fixed("role").droppable(2),
+                Column::text("where").droppable(1),
+            ]);
+            for secret in found {
+                let time = one_line(secret.timestamp.as_deref().unwrap_or(""));
+                table.push(vec![
+                    time.replace('T', " ")
+                        .chars()
+                        .take(16)
+                        .collect::<String>()
+                        .into(),
+                    secret.session_id.chars().take(8).collect::<String>().into(),
+                    one_line(&secret.entry_id).into(),
+                    Cell::styled(one_line(&secret.kind), anstyle::AnsiColor::Red.on_default()),
+                    one_line(&secret.preview).into(),
+                    one_line(&secret.role).into(),
+                    one_line(&secret.json_path).into(),
                 ]);
             }
             table.write(out, term)

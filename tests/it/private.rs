@@ -309,3 +309,73 @@ fn a_deleted_session_leaves_no_trace_in_any_file() {
         Some(1)
     );
 }
+
+/// `piidx secrets` lists every planted credential with its session, entry
+/// and kind, masked: the full secret is in none of its outputs.
+#[test]
+fn secrets_are_listed_masked_with_where_they_are() {
+    let env = Env::new();
+    let dir = env.root.join("--proj--");
+    let mixed = "aZ3kQ9xW2mP7vB4nL8cR5tY1hJ6gD0fS";
+    let token = format!("ghp_{}{}", mixed, &mixed[..4]);
+    let pem = format!(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n{mixed}{mixed}{mixed}\n-----END OPENSSH PRIVATE KEY-----"
+    );
+    let aws = "AKIAQ2WXE3RT4YU5IOPA";
+    write_user_session(
+        &dir,
+        "5ec00000-0000-4000-8000-000000000001",
+        serde_json::json!(format!("use my token {token} please")),
+    );
+    write_user_session(
+        &dir,
+        "5ec00000-0000-4000-8000-000000000002",
+        serde_json::json!([{"type": "text", "text": format!("$ cat key\n{pem}\nAWS_ACCESS_KEY_ID={aws}\n")}]),
+    );
+    write_user_session(
+        &dir,
+        "5ec00000-0000-4000-8000-000000000003",
+        serde_json::json!("the api_key = \"your-api-key-here\" placeholder is fine"),
+    );
+    env.sync();
+    let out = env.run(&["secrets", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let found: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    let kinds: Vec<(String, String)> = found
+        .iter()
+        .map(|f| {
+            (
+                f["session_id"].as_str().unwrap_or_default()[33..].to_owned(),
+                f["kind"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("001", "github-pat"),
+            ("002", "private-key"),
+            ("002", "aws-access-token")
+        ]
+        .map(|(s, k)| (s.to_owned(), k.to_owned()))
+    );
+    assert_eq!(found[0]["preview"], "ghp_…(40 chars)");
+    assert_eq!(found[0]["entry_id"], "a1");
+    for args in [
+        &["secrets"][..],
+        &["secrets", "--json"],
+        &["secrets", "--csv"],
+    ] {
+        let out = String::from_utf8_lossy(&env.run(args).stdout).into_owned();
+        for secret in [&token[..], mixed, aws] {
+            assert!(!out.contains(secret), "{args:?} shows a secret: {out}");
+        }
+    }
+    // Scoped to the clean session: nothing, exit 1 as for search.
+    let out = env.run(&[
+        "secrets",
+        "--session",
+        "5ec00000-0000-4000-8000-000000000003",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+}
