@@ -58,6 +58,8 @@ pub enum Command {
     Subagents(cmd::subagents::Args),
     /// List what looks like a credential in the index (masked), to know what to rotate
     Secrets(cmd::secrets::Args),
+    /// Redact secrets in the index from now on, re-reading every file (sync --redact)
+    Redact(cmd::redact::RedactArgs),
     /// Run one read-only SQL statement against the index
     Sql(cmd::sql::Args),
     /// Check the index (SQLite, FTS, schema, rows vs. files) and with --fix repair it

@@ -385,6 +385,16 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     findings.stale_copies = store.stale_copies()?;
     let states = store.file_states()?;
     let counts = store.file_counts()?;
+    // A file is read again as sync read it: with the index's redaction.
+    let read_options = IngestOptions {
+        max_line_bytes,
+        redactor: match store.redaction(false)? {
+            Some(state) => Some(std::sync::Arc::new(
+                crate::secrets::Redactor::new(state.key).map_err(SyncError::Rules)?,
+            )),
+            None => None,
+        },
+    };
     let mut states: Vec<FileState> = states.into_values().collect();
     states.sort_by(|a, b| a.path.cmp(&b.path));
     for state in states {
@@ -412,7 +422,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
             }
             continue;
         }
-        let want = match recount(&store, &state, max_line_bytes) {
+        let want = match recount(&store, &state, &read_options) {
             Ok(want) => want,
             Err(reason) => {
                 findings
@@ -494,7 +504,7 @@ fn same_stat(state: &FileState, size: u64, mtime_ns: i64) -> bool {
 
 /// Re-reads a whole file; `Err` says why it cannot be compared (gone,
 /// rewritten, unreadable).
-fn recount(store: &Writer, state: &FileState, max_line_bytes: usize) -> Result<Recount, String> {
+fn recount(store: &Writer, state: &FileState, options: &IngestOptions) -> Result<Recount, String> {
     use std::os::unix::fs::MetadataExt;
     let stop = state.cursor.offset;
     let file = match File::open(&state.path) {
@@ -579,8 +589,7 @@ fn recount(store: &Writer, state: &FileState, max_line_bytes: usize) -> Result<R
         }
         true
     };
-    let options = IngestOptions { max_line_bytes };
-    ingest::ingest(&target, Start::Scratch, options, &mut emit)
+    ingest::ingest(&target, Start::Scratch, options.clone(), &mut emit)
         .map_err(|err| format!("cannot read it: {}", err.source))?;
     if let Some(err) = failed {
         return Err(format!("cannot compare its rows: {err}"));
@@ -591,7 +600,8 @@ fn recount(store: &Writer, state: &FileState, max_line_bytes: usize) -> Result<R
     Ok(found)
 }
 
-fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<Root>) -> SyncOptions {
+/// `redact` turns redaction on in `db` (an index that has it keeps it anyway).
+fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<Root>, redact: bool) -> SyncOptions {
     SyncOptions {
         roots,
         explicit_roots: true,
@@ -603,6 +613,7 @@ fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<Root>) -> SyncOpt
         lock_wait: Duration::ZERO,
         max_line_bytes: options.max_line_bytes,
         fts_shards: None,
+        redact,
     }
 }
 
@@ -621,7 +632,7 @@ fn reindex(options: &DoctorOptions, diffs: &[FileDiff]) -> Result<(), DoctorErro
         return Ok(());
     }
     let roots = with_layouts(&options.db, roots);
-    sync::run_locked(&sync_options(options, &options.db, roots))?;
+    sync::run_locked(&sync_options(options, &options.db, roots, false))?;
     Ok(())
 }
 
@@ -646,10 +657,14 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     let db = &options.db;
     let _ = findings;
     let mut roots: BTreeSet<PathBuf> = options.roots.iter().cloned().collect();
-    if let Ok(store) = Writer::open_for_doctor(db)
-        && let Ok(recorded) = store.roots()
-    {
-        roots.extend(recorded.into_iter().map(PathBuf::from));
+    // What can still be read of the damaged file: its roots, and whether it
+    // redacted secrets (the rebuild does too; its hashes get a new key).
+    let mut redact = false;
+    if let Ok(store) = Writer::open_for_doctor(db) {
+        if let Ok(recorded) = store.roots() {
+            roots.extend(recorded.into_iter().map(PathBuf::from));
+        }
+        redact = store.redaction(false).is_ok_and(|state| state.is_some());
     }
     let roots: Vec<PathBuf> = roots.into_iter().filter(|root| root.is_dir()).collect();
     if roots.is_empty() {
@@ -659,7 +674,7 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     let tmp = with_suffix(db, &format!(".rebuild-{}", std::process::id()));
     let remove_tmp = || crate::store::remove_database(&tmp);
     remove_tmp();
-    let built = sync::run_locked(&sync_options(options, &tmp, roots)).and_then(|_| {
+    let built = sync::run_locked(&sync_options(options, &tmp, roots, redact)).and_then(|_| {
         let store = Writer::open_for_doctor(&tmp)?;
         store.checkpoint()?;
         Ok(())

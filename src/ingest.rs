@@ -37,10 +37,11 @@ pub struct IngestError {
     pub source: io::Error,
 }
 
-/// Limits for one run.
-#[derive(Debug, Clone, Copy)]
+/// Limits for one run, and the redactor when the index redacts secrets.
+#[derive(Clone, Default)]
 pub struct IngestOptions {
     pub max_line_bytes: usize,
+    pub redactor: Option<std::sync::Arc<crate::secrets::Redactor>>,
 }
 
 /// Where to start reading a file.
@@ -73,6 +74,7 @@ pub fn ingest(
         }
     };
     let reset = cursor.is_none();
+    let max_line_bytes = options.max_line_bytes;
     let mut state = FileRun {
         target,
         options,
@@ -81,7 +83,7 @@ pub fn ingest(
     };
     let reader_file = file.try_clone().map_err(wrap)?;
     let mut reader =
-        LineReader::new(reader_file, state.cursor.offset, options.max_line_bytes).map_err(wrap)?;
+        LineReader::new(reader_file, state.cursor.offset, max_line_bytes).map_err(wrap)?;
     while let Some(line) = reader.next_line().map_err(wrap)? {
         let outcome = match line {
             Line::Text {
@@ -304,7 +306,7 @@ impl FileRun<'_> {
         }
         ctx.legacy_v1 = session.legacy_v1;
         ctx.previous_entry_id = self.cursor.last_entry_id.clone();
-        let entry = normalize::entry(object, &ctx);
+        let entry = normalize::entry_redacted(object, &ctx, self.options.redactor.as_deref());
         self.cursor.last_entry_id = Some(entry.entry_id.clone());
         self.cursor.entry_count += 1;
         self.batch().entries.push(entry);

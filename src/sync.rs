@@ -56,6 +56,8 @@ pub struct SyncOptions {
     /// Split the full-text index over this many files (re-indexing it when the
     /// count changes); `None` keeps the database's count.
     pub fts_shards: Option<usize>,
+    /// Turn secret redaction on (it stays on: the database remembers it).
+    pub redact: bool,
 }
 
 /// The summary `sync` prints.
@@ -79,6 +81,8 @@ pub struct SyncReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
+    #[error("the secret rules do not compile (a bug in piidx)")]
+    Rules(#[source] regex::Error),
     #[error("another `piidx sync` holds {lock} (waited {waited:?}); try again later")]
     Busy { lock: PathBuf, waited: Duration },
     #[error(
@@ -159,6 +163,26 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         }
     });
     let (store, states) = opened?;
+    // Redaction just turned on (or a sync that turned it on was cut short):
+    // every file is read again, so that no secret stays in what was there.
+    let redaction = store.redaction(options.redact)?;
+    let redact_all = redaction.is_some_and(|state| state.pending);
+    let full_options;
+    let options = if redact_all && !options.full {
+        full_options = SyncOptions {
+            full: true,
+            ..options.clone()
+        };
+        &full_options
+    } else {
+        options
+    };
+    let redactor = match redaction {
+        Some(state) => Some(std::sync::Arc::new(
+            crate::secrets::Redactor::new(state.key).map_err(SyncError::Rules)?,
+        )),
+        None => None,
+    };
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
         warnings: discovery
@@ -192,6 +216,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let progress = progress_bar(options.progress, plan.bytes_to_read);
     let ingest_options = IngestOptions {
         max_line_bytes: options.max_line_bytes,
+        redactor,
     };
     let (sender, receiver) = sync_channel::<Batch>(1);
     let stop = AtomicBool::new(false);
@@ -211,6 +236,9 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     // Subagent artifact files and run links (see `artifacts`).
     let root_paths: Vec<PathBuf> = present.iter().map(|root| root.path.clone()).collect();
     crate::artifacts::sync(&store, &root_paths, options.full)?;
+    if redact_all {
+        store.redaction_done()?;
+    }
     store.commit()?;
     for shard in store.finish_fts()? {
         report.warnings.push(format!(
@@ -353,7 +381,7 @@ fn run_jobs(jobs: Vec<Job>, sender: SyncSender<Batch>, options: IngestOptions, s
                 start,
                 known,
             } => {
-                if let Err(err) = ingest::ingest(&target, start, options, &mut emit) {
+                if let Err(err) = ingest::ingest(&target, start, options.clone(), &mut emit) {
                     let reason = format!("cannot read: {}", err.source);
                     // Rows already indexed stay until the file can be read
                     // again (or is gone); a new file is recorded as skipped.

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use piidx::query::{export, tree};
+use piidx::query::{export, secrets, tree};
+use piidx::render::misc;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,6 +23,15 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let index = global.index()?;
     index.in_snapshot(|index| -> Result<()> {
         let found = tree::resolve(index, &args.session)?;
+        let redacted = secrets::redacted_in_file(index, found.file_id)?;
+        if redacted > 0 {
+            misc::warn(
+                &format!(
+                    "{redacted} secret(s) of this session were redacted by `sync --redact`: the file written is not the original ([REDACTED:<kind>] stands in their place)"
+                ),
+                &global.term,
+            );
+        }
         match &args.output {
             Some(path) => {
                 let file = std::fs::File::create(path)

@@ -7,6 +7,7 @@ pub mod completions;
 pub mod doctor;
 pub mod export;
 pub mod man;
+pub mod redact;
 pub mod roots;
 pub mod search;
 pub mod secrets;
@@ -82,6 +83,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tools(args) => tools::run(args, &global),
         Command::Subagents(args) => subagents::run(args, &global),
         Command::Secrets(args) => secrets::run(args, &global),
+        Command::Redact(args) => redact::run(args, &global),
         Command::Sql(args) => sql::run(args, &global),
         Command::Doctor(args) => doctor::run(args, &global),
         Command::Roots(args) => roots::run(args, &global),

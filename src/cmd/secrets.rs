@@ -21,6 +21,9 @@ pub struct Args {
     /// Print the detection rules and where they come from, and exit
     #[arg(long)]
     pub rules: bool,
+    /// Where this value was redacted (`sync --redact` keeps a keyed hash of each secret)
+    #[arg(long, value_name = "VALUE")]
+    pub find: Option<String>,
 }
 
 /// Exit 0 when something was found, 1 when nothing was (as `search`).
@@ -36,8 +39,11 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     }
     let scope = args.scope.scope()?;
     let index = global.index()?;
-    let found = secrets::list(&index, &scope, args.list.limit)
-        .with_context(|| format!("looking for secrets in {}", global.db.display()))?;
+    let found = match &args.find {
+        Some(value) => secrets::find(&index, value),
+        None => secrets::list(&index, &scope, args.list.limit),
+    }
+    .with_context(|| format!("looking for secrets in {}", global.db.display()))?;
     misc::write_secrets(&mut out, &found, args.list.format(), &global.term)?;
     out.flush()?;
     Ok(if found.is_empty() {

@@ -41,6 +41,9 @@ pub struct Args {
     /// Split the full-text index over N files written in parallel [default: the database's count; one per core (at most 8) for a new database]. A new count re-indexes.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub fts_shards: Option<u16>,
+    /// Replace every secret (API keys, tokens, private keys: `piidx secrets --rules`) with [REDACTED:<kind>] before it is stored or indexed. The index remembers it; turning it on re-reads every file
+    #[arg(long)]
+    pub redact: bool,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -69,6 +72,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         lock_wait: wait(args.wait),
         max_line_bytes: args.max_line_bytes.max(1024),
         fts_shards: args.fts_shards.map(usize::from),
+        redact: args.redact,
     };
     let report = piidx::sync::run(&options)?;
     for warning in &report.warnings {

@@ -10,9 +10,11 @@
 //!
 //! `text` decides which strings are searchable and cuts them into chunks,
 //! `payload` cuts image payloads out, `usage` reads token counts and costs,
-//! `subagent` reads the runs a subagent tool result holds.
+//! `subagent` reads the runs a subagent tool result holds, `redact` takes
+//! secrets out of every string when the index redacts.
 
 pub mod payload;
+pub mod redact;
 pub mod shared;
 pub mod subagent;
 mod text;
@@ -20,6 +22,7 @@ mod usage;
 
 use serde_json::Value;
 
+use crate::secrets::Redactor;
 use crate::time::parse_iso_ms;
 pub use text::{
     CHUNK_BYTES, child_path, chunk_spans, has_unspaced_script, is_unspaced_script, json_path_mut,
@@ -286,10 +289,19 @@ pub struct Entry {
     pub subagent_runs: Vec<subagent::SubagentRun>,
     /// Values cut out of `raw` to be stored once (see `shared`).
     pub shared: Vec<shared::SharedValue>,
+    /// Secrets replaced by a mark everywhere in the entry (see `redact`).
+    pub redactions: Vec<redact::RedactionRow>,
 }
 
 /// Normalizes one non-header object.
-pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
+pub fn entry(object: Value, ctx: &EntryContext) -> Entry {
+    entry_redacted(object, ctx, None)
+}
+
+/// `entry`, with the secrets in its strings replaced first when
+/// `redactor` is given (image payloads are cut out before: they are not
+/// text).
+pub fn entry_redacted(mut object: Value, ctx: &EntryContext, redactor: Option<&Redactor>) -> Entry {
     let (entry_id, parent_id, synthetic_id) = identity(&object, ctx);
     let entry_type = str_field(&object, "type").unwrap_or_default();
     let timestamp = str_field(&object, "timestamp");
@@ -297,6 +309,10 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
 
     let mut images = Vec::new();
     payload::extract_images(&mut object, &mut String::from("$"), &mut images);
+    let mut redactions = Vec::new();
+    if let Some(redactor) = redactor {
+        redact::redact(&mut object, "$", redactor, &mut redactions);
+    }
     let mut shared_values = Vec::new();
     shared::cut(&mut object, &mut shared_values);
 
@@ -326,6 +342,7 @@ pub fn entry(mut object: Value, ctx: &EntryContext) -> Entry {
         user_text: None,
         subagent_runs: Vec::new(),
         shared: shared_values,
+        redactions,
     };
     describe(&object, &mut out);
     text::push_rest(&object, &mut out);

@@ -1,78 +1,160 @@
 //! `piidx secrets`: what in the index looks like a credential (`crate::secrets`'
 //! rules), so a user knows what to rotate. Every text field of every entry
-//! in scope is read and scanned; the answer never holds a secret whole,
-//! only a masked preview.
+//! in scope is scanned, and the secrets `sync --redact` took out are listed
+//! from `redactions`; the answer never holds a secret whole, only a masked
+//! preview. `find` names where a given value was redacted.
 
 use serde::Serialize;
 
 use super::scope::{Columns, Scope};
-use crate::secrets::{Detector, mask};
-use crate::store::Index;
+use crate::secrets::{Detector, Redactor, mask};
+use crate::store::{Index, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
     #[error("the secret rules do not compile (a bug in piidx)")]
     Rules(#[from] regex::Error),
+    #[error(
+        "this index does not redact secrets, so it keeps no hashes to look values up by; `piidx search` finds text that is still there"
+    )]
+    NotRedacting,
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// One secret found in one text field of one entry.
+/// One secret in one text field of one entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SecretFound {
     pub session_id: String,
     pub session_path: String,
     pub entry_id: String,
     pub timestamp: Option<String>,
-    /// The kind of text holding it (`user`, `tool_result`, …).
+    /// The kind of text holding it (`user`, `tool_result`, …); for a
+    /// redacted secret, `redacted`.
     pub role: String,
     pub json_path: String,
     /// The rule that found it (a gitleaks rule id: `github-pat`, `private-key`, …).
     pub kind: String,
     /// Its first characters and length, never the secret itself.
     pub preview: String,
+    /// Taken out by `sync --redact`: the index no longer holds it.
+    pub redacted: bool,
+    /// Where it is, to sort by: time, session, place in the file.
+    #[serde(skip)]
+    order: (Option<i64>, String, i64, i64, String),
 }
 
-/// Every secret in the entries `scope` selects, oldest first (then by
-/// session and place in the file).
+/// Every secret in the entries `scope` selects, still in the text or
+/// redacted, oldest first (then by session and place in the file).
 pub fn list(
     store: &Index,
     scope: &Scope,
     limit: Option<usize>,
 ) -> Result<Vec<SecretFound>, SecretsError> {
+    let mut out = redacted(store, scope, None)?;
     let detector = Detector::new()?;
     let conditions = scope.conditions(&Columns::sessions("e.timestamp_ms"), 1);
     let sql = format!(
-        "SELECT s.session_id, s.file_path, e.entry_id, e.timestamp, t.kind, t.json_path, t.text
+        "SELECT s.session_id, s.file_path, e.entry_id, e.timestamp, t.kind, t.json_path,
+                e.timestamp_ms, e.byte_offset, e.obj_in_line, t.text
            FROM texts t
            JOIN entries e ON e.entry_rowid = t.entry_rowid
            JOIN sessions s ON s.file_id = t.file_id
-          WHERE t.text IS NOT NULL{}
-          ORDER BY e.timestamp_ms, s.session_id, e.byte_offset, e.obj_in_line, t.json_path",
+          WHERE t.text IS NOT NULL{}",
         conditions.clause()
     );
     let conn = store.connection();
     let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(conditions.params))?;
-    let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        let text: String = row.get(6)?;
+        let text: String = row.get(9)?;
         for found in detector.find(&text) {
             let secret = text.get(found.start..found.end).unwrap_or_default();
-            out.push(SecretFound {
-                session_id: row.get(0)?,
-                session_path: row.get(1)?,
-                entry_id: row.get(2)?,
-                timestamp: row.get(3)?,
-                role: row.get(4)?,
-                json_path: row.get(5)?,
-                kind: found.rule.to_owned(),
-                preview: mask(secret),
-            });
-            if limit.is_some_and(|limit| out.len() >= limit) {
-                return Ok(out);
-            }
+            out.push(secret_at(row, found.rule, mask(secret), false)?);
         }
     }
+    out.sort_by(|a, b| a.order.cmp(&b.order));
+    if let Some(limit) = limit {
+        out.truncate(limit);
+    }
     Ok(out)
+}
+
+/// Where `value` was redacted (`piidx secrets --find`), oldest first.
+pub fn find(store: &Index, value: &str) -> Result<Vec<SecretFound>, SecretsError> {
+    let state = store.redaction()?.ok_or(SecretsError::NotRedacting)?;
+    let hash = Redactor::new(state.key)?.hash(value);
+    let mut out = redacted(store, &Scope::default(), Some(&hash))?;
+    out.sort_by(|a, b| a.order.cmp(&b.order));
+    Ok(out)
+}
+
+/// The `redactions` rows in scope (with that hash, if given).
+fn redacted(
+    store: &Index,
+    scope: &Scope,
+    hash: Option<&str>,
+) -> Result<Vec<SecretFound>, SecretsError> {
+    let conditions = scope.conditions(&Columns::sessions("e.timestamp_ms"), 2);
+    let sql = format!(
+        "SELECT s.session_id, s.file_path, e.entry_id, e.timestamp, 'redacted', r.json_path,
+                e.timestamp_ms, e.byte_offset, e.obj_in_line, r.kind, r.preview
+           FROM redactions r
+           JOIN entries e ON e.entry_rowid = r.entry_rowid
+           JOIN sessions s ON s.file_id = r.file_id
+          WHERE (?1 IS NULL OR r.hash = ?1){}",
+        conditions.clause()
+    );
+    let conn = store.connection();
+    let mut stmt = conn.prepare(&sql)?;
+    let params = std::iter::once(rusqlite::types::Value::from(hash.map(str::to_owned)))
+        .chain(conditions.params);
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let kind: String = row.get(9)?;
+        out.push(secret_at(row, &kind, row.get(10)?, true)?);
+    }
+    Ok(out)
+}
+
+/// A `SecretFound` from a row whose first nine columns are the place.
+fn secret_at(
+    row: &rusqlite::Row<'_>,
+    kind: &str,
+    preview: String,
+    redacted: bool,
+) -> rusqlite::Result<SecretFound> {
+    let session_id: String = row.get(0)?;
+    let json_path: String = row.get(5)?;
+    Ok(SecretFound {
+        order: (
+            row.get(6)?,
+            session_id.clone(),
+            row.get(7)?,
+            row.get(8)?,
+            json_path.clone(),
+        ),
+        session_id,
+        session_path: row.get(1)?,
+        entry_id: row.get(2)?,
+        timestamp: row.get(3)?,
+        role: row.get(4)?,
+        json_path,
+        kind: kind.to_owned(),
+        preview,
+        redacted,
+    })
+}
+
+/// How many secrets were redacted from the session file `file_id` (so an
+/// export of it is not the original).
+pub fn redacted_in_file(store: &Index, file_id: i64) -> rusqlite::Result<i64> {
+    store.connection().query_row(
+        "SELECT count(*) FROM redactions WHERE file_id = ?1",
+        [file_id],
+        |row| row.get(0),
+    )
 }

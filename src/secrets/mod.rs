@@ -321,6 +321,97 @@ impl Detector {
     }
 }
 
+/// What `sync --redact` stores in place of a secret.
+pub fn redaction_mark(kind: &str) -> String {
+    format!("[REDACTED:{kind}]")
+}
+
+/// One secret taken out of a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redacted {
+    pub kind: &'static str,
+    /// `Redactor::hash` of the secret: the same value gives the same hash
+    /// in one index, so `secrets --find VALUE` can name where it was.
+    pub hash: String,
+    pub preview: String,
+}
+
+/// The detector and the index's redaction key.
+pub struct Redactor {
+    detector: Detector,
+    key: [u8; 32],
+}
+
+impl Redactor {
+    pub fn new(key: [u8; 32]) -> Result<Redactor, regex::Error> {
+        Ok(Redactor {
+            detector: Detector::new()?,
+            key,
+        })
+    }
+
+    /// HMAC-SHA256 of `value` under the index's key, in hex. Keyed, so the
+    /// hashes of one index say nothing to someone comparing them with a
+    /// list of known keys' hashes; only the index (which holds the key) can
+    /// answer "where was this value".
+    pub fn hash(&self, value: &str) -> String {
+        use hmac::{Hmac, Mac};
+        let mut mac = <Hmac<sha2::Sha256> as hmac::digest::KeyInit>::new_from_slice(&self.key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        mac.update(value.as_bytes());
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// `text` with every secret replaced by `redaction_mark`, and what was
+    /// taken out; `None` when it holds none.
+    pub fn redact(&self, text: &str) -> Option<(String, Vec<Redacted>)> {
+        let found = self.detector.find(text);
+        if found.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut taken = Vec::with_capacity(found.len());
+        let mut at = 0;
+        for secret in found {
+            // Ranges are bytes of ASCII-class matches; one that would cut a
+            // character is widened to the characters it touches.
+            let start = floor_char(text, secret.start).max(at);
+            let end = ceil_char(text, secret.end);
+            let value = &text[start..end];
+            out.push_str(&text[at..start]);
+            out.push_str(&redaction_mark(secret.rule));
+            taken.push(Redacted {
+                kind: secret.rule,
+                hash: self.hash(value),
+                preview: mask(value),
+            });
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        Some((out, taken))
+    }
+}
+
+fn floor_char(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
 /// Shannon entropy in bits per byte, as gitleaks computes it.
 fn entropy(text: &[u8]) -> f64 {
     let mut counts = [0usize; 256];
@@ -495,6 +586,26 @@ mod tests {
     fn overlapping_rules_report_the_specific_one_once() {
         let text = format!("GITHUB_TOKEN=ghp_{}\n", filler(MIXED, 36));
         assert_eq!(rules_found(&text), vec!["github-pat"]);
+    }
+
+    #[test]
+    fn redaction_replaces_each_secret_and_hashes_it_under_the_key() {
+        let redactor = Redactor::new([7; 32]).expect("rules compile");
+        let token = format!("ghp_{}", filler(MIXED, 36));
+        let text = format!("é {token} and AKIAQ2WXE3RT4YU5IOPA é");
+        let (redacted, taken) = redactor.redact(&text).expect("found");
+        assert_eq!(
+            redacted,
+            "é [REDACTED:github-pat] and [REDACTED:aws-access-token] é"
+        );
+        assert_eq!(taken[0].hash, redactor.hash(&token));
+        assert_ne!(
+            taken[0].hash,
+            Redactor::new([8; 32]).expect("rules").hash(&token),
+            "another index, another hash"
+        );
+        assert_eq!(taken[1].preview, "AKIA…(20 chars)");
+        assert!(redactor.redact("nothing secret here").is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod check;
 mod copies;
 mod fts;
 pub mod rank;
+mod redaction;
 mod restore;
 mod roots;
 mod schema;
@@ -31,6 +32,7 @@ pub use fts::{
     ShardConfig, attach_one_shard, attach_shards, default_shards, remove_database, shard_path,
     shard_schema,
 };
+pub use redaction::RedactionState;
 pub use restore::{restore_entry, shared_values, stored_images};
 pub use roots::RootInfo;
 pub use schema::SCHEMA_VERSION;
@@ -63,6 +65,11 @@ pub enum StoreError {
         path: PathBuf,
         found: i64,
         known: i64,
+    },
+    #[error("cannot make a redaction key for {path} (from /dev/urandom)")]
+    RedactionKey {
+        path: PathBuf,
+        source: std::io::Error,
     },
     #[error("cannot create the directory for {path}")]
     CreateDir {

@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0011_shared_texts.sql"),
     include_str!("../../migrations/0012_pi15.sql"),
     include_str!("../../migrations/0013_roots.sql"),
+    include_str!("../../migrations/0014_redactions.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

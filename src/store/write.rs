@@ -21,6 +21,7 @@ pub struct WriteStats {
 
 /// Tables holding one file's rows, children before parents.
 const FILE_TABLES: &[&str] = &[
+    "redactions",
     "shared_refs",
     "chunk_runs",
     "subagent_tool_calls",
@@ -430,6 +431,7 @@ impl Writer {
         let shared = self.insert_shared(rowid, file_id, &entry.shared)?;
         self.insert_texts(&key, &shared)?;
         self.insert_subagent_runs(rowid, file_id, session_id, entry)?;
+        self.insert_redactions(rowid, file_id, &entry.redactions)?;
         Ok(())
     }
 

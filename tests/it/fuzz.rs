@@ -63,7 +63,10 @@ fn check_accounted(bytes: &[u8], max_line_bytes: usize) {
     ingest::ingest(
         &target,
         Start::Scratch,
-        IngestOptions { max_line_bytes },
+        IngestOptions {
+            max_line_bytes,
+            redactor: None,
+        },
         &mut emit,
     )
     .expect("ingest");

@@ -379,3 +379,95 @@ fn secrets_are_listed_masked_with_where_they_are() {
     ]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// `piidx redact` on an index that holds secrets: afterwards no file of the
+/// index holds one (text or indexed word), search cannot find them,
+/// `secrets` lists them as redacted and `--find` names where a value was,
+/// export says the file is not the original, doctor is content, and later
+/// syncs redact what is appended (the index remembers).
+#[test]
+fn redaction_takes_every_secret_out_of_every_file_and_stays_on() {
+    let env = Env::new();
+    let dir = env.root.join("--proj--");
+    let mixed = "aZ3kQ9xW2mP7vB4nL8cR5tY1hJ6gD0fS";
+    let token = format!("ghp_{mixed}{}", &mixed[..4]);
+    let id = "5ec00000-0000-4000-8000-00000000000a";
+    write_user_session(
+        &dir,
+        id,
+        serde_json::json!(format!("use my token {token} please")),
+    );
+    env.sync();
+    let (text, word) = (mixed.as_bytes(), mixed.to_lowercase().into_bytes());
+    assert!(!index_files_holding(&env, text).is_empty());
+
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["redact", "--root", &root]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(index_files_holding(&env, text), Vec::<String>::new());
+    assert_eq!(index_files_holding(&env, &word), Vec::<String>::new());
+    assert_eq!(env.run(&["search", mixed]).status.code(), Some(1));
+    assert_eq!(env.run(&["search", "REDACTED"]).status.code(), Some(0));
+
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&env.run(&["secrets", "--json"]).stdout).expect("json");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["kind"], "github-pat");
+    assert_eq!(listed[0]["redacted"], true);
+    let found: Vec<serde_json::Value> =
+        serde_json::from_slice(&env.run(&["secrets", "--find", &token, "--json"]).stdout)
+            .expect("json");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["session_id"], id);
+    let other = env.run(&["secrets", "--find", "ghp_not-that-one", "--json"]);
+    assert_eq!(other.status.code(), Some(1));
+
+    let export = env.run(&["export", id]);
+    assert!(
+        String::from_utf8_lossy(&export.stdout)
+            .contains("use my token [REDACTED:github-pat] please")
+    );
+    assert!(String::from_utf8_lossy(&export.stderr).contains("not the original"));
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+
+    // Appended later, synced without the flag: redacted too.
+    let file = dir.join(format!("{id}.jsonl"));
+    let line = serde_json::json!({"type": "message", "id": "a2", "parentId": "a1",
+        "timestamp": "2026-01-01T00:00:02.000Z",
+        "message": {"role": "user", "content": "and AKIAQ2WXE3RT4YU5IOPA too"}});
+    let mut content = fs::read_to_string(&file).expect("read");
+    content.push_str(&format!("{line}\n"));
+    fs::write(&file, content).expect("append");
+    env.sync();
+    assert_eq!(
+        index_files_holding(&env, b"Q2WXE3RT4YU5IOPA"),
+        Vec::<String>::new()
+    );
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&env.run(&["secrets", "--json"]).stdout).expect("json");
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[1]["kind"], "aws-access-token");
+    // A fresh index of the same tree, with --redact from the start, is the same.
+    let fresh = Env::new();
+    crate::util::copy_tree(&env.root, &fresh.root);
+    let fresh_root = fresh.root.to_string_lossy().into_owned();
+    assert!(
+        fresh
+            .run(&["sync", "--redact", "--root", &fresh_root])
+            .status
+            .success()
+    );
+    let fresh_listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&fresh.run(&["secrets", "--json"]).stdout).expect("json");
+    let places = |list: &[serde_json::Value]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|s| (s["entry_id"].to_string(), s["kind"].to_string()))
+            .collect()
+    };
+    assert_eq!(places(&listed), places(&fresh_listed));
+}
