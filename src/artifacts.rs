@@ -8,7 +8,9 @@
 //! `.jsonl` whose header is followed by agent events is recorded as an
 //! `event_stream`. A file is re-read only when its size or mtime changed, and
 //! its row goes when the file goes. Afterwards every subagent link is
-//! re-derived (`Store::link_subagents`).
+//! re-derived (`Store::link_subagents`). When the index redacts, an
+//! artifact's text and metadata are redacted before they are stored (they
+//! get no `redactions` rows: those point at session entries).
 
 use std::collections::HashSet;
 use std::fs;
@@ -18,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::normalize;
+use crate::secrets::Redactor;
 use crate::store::{ArtifactRow, StoreError, Writer};
 
 /// Artifact text kept for search is cut at this many bytes.
@@ -34,7 +37,12 @@ pub struct ArtifactReport {
 }
 
 /// Indexes the artifact directories of every root and relinks runs.
-pub fn sync(store: &Writer, roots: &[PathBuf], full: bool) -> Result<ArtifactReport, StoreError> {
+pub fn sync(
+    store: &Writer,
+    roots: &[PathBuf],
+    full: bool,
+    redactor: Option<&Redactor>,
+) -> Result<ArtifactReport, StoreError> {
     let states = store.artifact_states()?;
     let mut report = ArtifactReport::default();
     let mut seen = HashSet::new();
@@ -53,7 +61,10 @@ pub fn sync(store: &Writer, roots: &[PathBuf], full: bool) -> Result<ArtifactRep
             if unchanged && !full {
                 continue;
             }
-            if let Some(row) = read_artifact(root, &file, size, mtime_ns) {
+            if let Some(mut row) = read_artifact(root, &file, size, mtime_ns) {
+                if let Some(redactor) = redactor {
+                    redact_artifact(&mut row, redactor);
+                }
                 store.upsert_artifact(&row)?;
                 report.read += 1;
             }
@@ -69,8 +80,18 @@ pub fn sync(store: &Writer, roots: &[PathBuf], full: bool) -> Result<ArtifactRep
             report.removed += 1;
         }
     }
+    store.purge_artifact_text()?;
     store.link_subagents()?;
     Ok(report)
+}
+
+/// Secrets out of an artifact's text and metadata.
+fn redact_artifact(row: &mut ArtifactRow, redactor: &Redactor) {
+    for text in [&mut row.text, &mut row.meta_json].into_iter().flatten() {
+        if let Some((redacted, _)) = redactor.redact(text) {
+            *text = redacted;
+        }
+    }
 }
 
 /// Regular files directly inside `<root>/*/subagent-artifacts/`.

@@ -216,7 +216,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let progress = progress_bar(options.progress, plan.bytes_to_read);
     let ingest_options = IngestOptions {
         max_line_bytes: options.max_line_bytes,
-        redactor,
+        redactor: redactor.clone(),
     };
     let (sender, receiver) = sync_channel::<Batch>(1);
     let stop = AtomicBool::new(false);
@@ -235,7 +235,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     written?;
     // Subagent artifact files and run links (see `artifacts`).
     let root_paths: Vec<PathBuf> = present.iter().map(|root| root.path.clone()).collect();
-    crate::artifacts::sync(&store, &root_paths, options.full)?;
+    crate::artifacts::sync(&store, &root_paths, options.full, redactor.as_deref())?;
     if redact_all {
         store.redaction_done()?;
     }

@@ -296,6 +296,8 @@ pub struct Writer {
     shards: RefCell<Option<fts::ShardWriters>>,
     /// Rows were deleted since the handle opened: `scrub_wal` has work.
     deleted_rows: Cell<bool>,
+    /// Artifact text left `artifact_fts`: `purge_artifact_text` has work.
+    artifact_text_deleted: Cell<bool>,
 }
 
 impl Writer {
@@ -308,6 +310,7 @@ impl Writer {
             next_chunk_id: Cell::new(0),
             shards: Default::default(),
             deleted_rows: Cell::new(false),
+            artifact_text_deleted: Cell::new(false),
         }
     }
 

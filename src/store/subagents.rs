@@ -250,7 +250,8 @@ impl Writer {
 
     /// Inserts or replaces one artifact row and its full-text entry.
     pub fn upsert_artifact(&self, row: &ArtifactRow) -> Result<()> {
-        self.conn
+        let replaced = self
+            .conn
             .prepare_cached(
                 "INSERT INTO artifact_fts(artifact_fts, rowid, text)
                  SELECT 'delete', artifact_id, text FROM subagent_artifacts
@@ -258,6 +259,10 @@ impl Writer {
             )
             .and_then(|mut stmt| stmt.execute([&row.path]))
             .map_err(self.err())?;
+        if replaced > 0 {
+            self.deleted_rows.set(true);
+            self.artifact_text_deleted.set(true);
+        }
         self.conn
             .prepare_cached(
                 "INSERT INTO subagent_artifacts(path, root, project_dir, name, base, kind, run_id, agent,
@@ -298,8 +303,23 @@ impl Writer {
         Ok(())
     }
 
+    /// FTS5 keeps a deleted row's words in its segments until they are
+    /// merged: after artifact text was replaced or removed, `artifact_fts`
+    /// (small: `_output.md` texts) is merged into one segment, and
+    /// `secure_delete` zeroes the pages that frees.
+    pub fn purge_artifact_text(&self) -> Result<()> {
+        if !self.artifact_text_deleted.replace(false) {
+            return Ok(());
+        }
+        self.conn
+            .execute_batch("INSERT INTO artifact_fts(artifact_fts) VALUES ('optimize')")
+            .map_err(self.err())
+    }
+
     /// Forgets an artifact file that no longer exists.
     pub fn remove_artifact(&self, artifact_id: i64) -> Result<()> {
+        self.deleted_rows.set(true);
+        self.artifact_text_deleted.set(true);
         for sql in [
             "INSERT INTO artifact_fts(artifact_fts, rowid, text)
              SELECT 'delete', artifact_id, text FROM subagent_artifacts

@@ -54,6 +54,8 @@ fn every_file_and_directory_piidx_creates_is_owner_only_under_any_umask() {
             &["subagents"],
             &["sql", "SELECT count(*) FROM entries"],
             &["roots"],
+            &["secrets"],
+            &["redact", "--root", &root],
             &["sync", "--root", &root, "--full"],
             &["doctor", "--fix"],
         ];
@@ -397,6 +399,15 @@ fn redaction_takes_every_secret_out_of_every_file_and_stays_on() {
         id,
         serde_json::json!(format!("use my token {token} please")),
     );
+    // A pi-subagents output artifact: stored and searchable text too.
+    let artifacts = dir.join("subagent-artifacts");
+    fs::create_dir_all(&artifacts).expect("mkdir");
+    let stripe = format!("sk_live_{}", &mixed[..24]);
+    fs::write(
+        artifacts.join("a1b2c3d4_worker_output.md"),
+        format!("Done. The key was {stripe} .\n"),
+    )
+    .expect("write artifact");
     env.sync();
     let (text, word) = (mixed.as_bytes(), mixed.to_lowercase().into_bytes());
     assert!(!index_files_holding(&env, text).is_empty());
@@ -411,6 +422,10 @@ fn redaction_takes_every_secret_out_of_every_file_and_stays_on() {
     );
     assert_eq!(index_files_holding(&env, text), Vec::<String>::new());
     assert_eq!(index_files_holding(&env, &word), Vec::<String>::new());
+    assert_eq!(
+        index_files_holding(&env, stripe.as_bytes()),
+        Vec::<String>::new()
+    );
     assert_eq!(env.run(&["search", mixed]).status.code(), Some(1));
     assert_eq!(env.run(&["search", "REDACTED"]).status.code(), Some(0));
 

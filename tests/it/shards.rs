@@ -168,7 +168,7 @@ fn synced_sessions() -> Before {
     Before { env, fresh, hits }
 }
 
-/// A schema-8 database made from a current one: undoes migrations 0013 to
+/// A schema-8 database made from a current one: undoes migrations 0014 to
 /// 0009 (see `undo`).
 fn schema_8_sql() -> String {
     undo_down_to(8)
@@ -203,6 +203,8 @@ fn undo(migration: usize) -> String {
     let subagents = include_str!("../../migrations/0002_subagents.sql");
     let usage = include_str!("../../migrations/0004_usage.sql");
     match migration {
+        // Redaction's table.
+        14 => "DROP TABLE redactions;".to_owned(),
         // The roots table.
         13 => "DROP TABLE roots;".to_owned(),
         // The columns Pi 1.5's subagent runs and usage gave.
