@@ -82,7 +82,7 @@ pub struct SyncReport {
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
     #[error("the secret rules do not compile (a bug in piidx)")]
-    Rules(#[source] regex::Error),
+    Rules(#[source] crate::secrets::RulesError),
     #[error("another `piidx sync` holds {lock} (waited {waited:?}); try again later")]
     Busy { lock: PathBuf, waited: Duration },
     #[error(

@@ -13,7 +13,7 @@ use crate::store::{Index, StoreError};
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
     #[error("the secret rules do not compile (a bug in piidx)")]
-    Rules(#[from] regex::Error),
+    Rules(#[from] crate::secrets::RulesError),
     #[error(
         "this index does not redact secrets, so it keeps no hashes to look values up by; `piidx search` finds text that is still there"
     )]

@@ -13,6 +13,7 @@
 //! them: `\w`, `\d` and `\s` are ASCII classes (Rust's `regex` would make
 //! them Unicode, and `\w{82}` too large to compile), so they run on bytes.
 
+use aho_corasick::AhoCorasick;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Serialize;
 
@@ -219,9 +220,24 @@ pub struct Found {
     pub end: usize,
 }
 
+/// The rules are constants: failing to build them is a bug in this file
+/// (a test builds them all), never the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    #[error("a secret rule does not compile")]
+    Regex(#[from] regex::Error),
+    #[error("the secret rules' keywords do not build")]
+    Keywords(#[from] aho_corasick::BuildError),
+}
+
 /// The compiled rule set.
 pub struct Detector {
     rules: Vec<(&'static Rule, Regex)>,
+    /// Every rule's keywords in one automaton (ASCII case folded), so a
+    /// text is scanned once to know which rules to try.
+    keywords: AhoCorasick,
+    /// The rule of each keyword pattern.
+    keyword_rule: Vec<usize>,
     /// Secrets that are placeholders, for every rule.
     global_allow: Vec<Regex>,
     /// For `generic-api-key`: a secret of letters, `_`, `.` and `-` only
@@ -236,15 +252,24 @@ fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 }
 
 impl Detector {
-    /// Compiles every rule. The rules are constants, so an error here is a
-    /// bug in this file (a test compiles them all), never the user's input.
-    pub fn new() -> Result<Detector, regex::Error> {
+    /// Compiles every rule.
+    pub fn new() -> Result<Detector, RulesError> {
         let rules = RULES
             .iter()
             .map(|rule| Ok((rule, compile(rule.regex)?)))
             .collect::<Result<_, regex::Error>>()?;
+        let (keyword_rule, keywords): (Vec<usize>, Vec<&str>) = RULES
+            .iter()
+            .enumerate()
+            .flat_map(|(index, rule)| rule.keywords.iter().map(move |k| (index, *k)))
+            .unzip();
+        let keywords = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(keywords)?;
         Ok(Detector {
             rules,
+            keywords,
+            keyword_rule,
             global_allow: GLOBAL_ALLOW
                 .iter()
                 .map(|pattern| compile(pattern))
@@ -262,10 +287,13 @@ impl Detector {
     /// overlapping text, the first rule in the list (the most specific)
     /// wins.
     pub fn find(&self, text: &str) -> Vec<Found> {
-        let lower = text.to_ascii_lowercase();
+        let mut wanted = vec![false; self.rules.len()];
+        for keyword in self.keywords.find_overlapping_iter(text) {
+            wanted[self.keyword_rule[keyword.pattern().as_usize()]] = true;
+        }
         let mut found: Vec<Found> = Vec::new();
-        for (rule, regex) in &self.rules {
-            if !rule.keywords.is_empty() && !rule.keywords.iter().any(|k| lower.contains(k)) {
+        for ((rule, regex), wanted) in self.rules.iter().zip(wanted) {
+            if !wanted && !rule.keywords.is_empty() {
                 continue;
             }
             for captures in regex.captures_iter(text.as_bytes()) {
@@ -343,7 +371,7 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    pub fn new(key: [u8; 32]) -> Result<Redactor, regex::Error> {
+    pub fn new(key: [u8; 32]) -> Result<Redactor, RulesError> {
         Ok(Redactor {
             detector: Detector::new()?,
             key,
