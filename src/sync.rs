@@ -199,10 +199,12 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         ..SyncReport::default()
     };
     let plan = plan(options, &states, discovery, &mut report);
-    // Only when there is something to load: switching the journal mode
-    // writes the file, and a root with no sessions yet would pay for it on
-    // every run.
-    let bulk_load = states.is_empty() && !plan.jobs.is_empty();
+    // A first sync, or one that a kill cut short, loads with a rollback
+    // journal (see `begin_bulk_load`); only when there is something to
+    // load: switching the journal mode writes the file, and a root with no
+    // sessions yet would pay for it on every run.
+    let unfinished = store.bulk_load_unfinished()?;
+    let bulk_load = (states.is_empty() || unfinished) && !plan.jobs.is_empty();
     if bulk_load {
         store.begin_bulk_load()?;
     }
@@ -246,7 +248,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
             shard.display()
         ));
     }
-    if bulk_load {
+    if bulk_load || unfinished {
         store.end_bulk_load()?;
     }
     store.scrub_wal()?;
