@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::scope::{Columns, Scope};
-use crate::secrets::{Detector, Redactor, mask};
+use crate::secrets::{Detector, keyed_hash, mask};
 use crate::store::{Index, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +85,7 @@ pub fn list(
 /// Where `value` was redacted (`piidx secrets --find`), oldest first.
 pub fn find(store: &Index, value: &str) -> Result<Vec<SecretFound>, SecretsError> {
     let state = store.redaction()?.ok_or(SecretsError::NotRedacting)?;
-    let hash = Redactor::new(state.key)?.hash(value);
+    let hash = keyed_hash(&state.key, value);
     let mut out = redacted(store, &Scope::default(), Some(&hash))?;
     out.sort_by(|a, b| a.order.cmp(&b.order));
     Ok(out)

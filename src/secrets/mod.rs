@@ -364,6 +364,24 @@ pub struct Redacted {
     pub preview: String,
 }
 
+/// HMAC-SHA256 of `value` under an index's redaction key, in hex. Keyed,
+/// so the hashes of one index say nothing to someone comparing them with a
+/// list of known keys' hashes; only the index (which holds the key) can
+/// answer "where was this value". Needs no rules: `secrets --find` hashes
+/// without compiling them.
+pub fn keyed_hash(key: &[u8; 32], value: &str) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as hmac::digest::KeyInit>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    mac.update(value.as_bytes());
+    hex(&mac.finalize().into_bytes())
+}
+
+/// Bytes as lowercase hex (hashes, and the key as `meta` keeps it).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The detector and the index's redaction key.
 pub struct Redactor {
     detector: Detector,
@@ -378,20 +396,9 @@ impl Redactor {
         })
     }
 
-    /// HMAC-SHA256 of `value` under the index's key, in hex. Keyed, so the
-    /// hashes of one index say nothing to someone comparing them with a
-    /// list of known keys' hashes; only the index (which holds the key) can
-    /// answer "where was this value".
+    /// `keyed_hash` of `value` under this index's key.
     pub fn hash(&self, value: &str) -> String {
-        use hmac::{Hmac, Mac};
-        let mut mac = <Hmac<sha2::Sha256> as hmac::digest::KeyInit>::new_from_slice(&self.key)
-            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
-        mac.update(value.as_bytes());
-        mac.finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        keyed_hash(&self.key, value)
     }
 
     /// `text` with every secret replaced by `redaction_mark`, and what was

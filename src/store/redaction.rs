@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{Index, Result, StoreError, Writer};
 use crate::normalize::redact::RedactionRow;
+use crate::secrets::hex;
 
 /// Whether the index redacts, and with which key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,10 +109,6 @@ fn random_key() -> std::io::Result<[u8; 32]> {
     let mut key = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
     Ok(key)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<[u8; 32]> {
