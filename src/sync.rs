@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
@@ -23,7 +24,8 @@ use crate::discover::{self, Discovery};
 use crate::ingest::{self, Batch, FileStatus, IngestOptions, PARSER_VERSION, Start, Target};
 use crate::read::Fingerprint;
 use crate::roots::Root;
-use crate::store::{FileState, StoreError, Writer};
+use crate::secrets::Redactor;
+use crate::store::{FileState, RedactionState, StoreError, Writer};
 
 /// A file modified less than this long before it was last seen is checked
 /// again (by fingerprint) even if its stat is unchanged: filesystems with
@@ -177,12 +179,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     } else {
         options
     };
-    let redactor = match redaction {
-        Some(state) => Some(std::sync::Arc::new(
-            crate::secrets::Redactor::new(state.key).map_err(SyncError::Rules)?,
-        )),
-        None => None,
-    };
+    let redactor = redactor_for(redaction)?;
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
         warnings: discovery
@@ -254,6 +251,14 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     store.scrub_wal()?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// The redactor files are read with, when the index redacts (`state`).
+pub fn redactor_for(state: Option<RedactionState>) -> Result<Option<Arc<Redactor>>, SyncError> {
+    state
+        .map(|state| Redactor::new(state.key).map(Arc::new))
+        .transpose()
+        .map_err(SyncError::Rules)
 }
 
 /// The database ready for writing, with what it knows of every file.
