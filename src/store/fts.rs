@@ -780,8 +780,6 @@ fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
 /// database has already committed.
 fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Result<bool> {
     let err = sqlite_error(path);
-    // A purge a killed sync left undone comes first.
-    purge(&conn).map_err(&err)?;
     while let Ok(work) = receiver.recv() {
         match write_work(&conn, &work) {
             Ok(()) => {}
@@ -796,6 +794,8 @@ fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Resul
             Err(other) => return Err(err(other)),
         }
     }
+    // This sync's deletions, or those of one a kill cut short before its
+    // purge: `purge_pending` persists either way.
     purge(&conn).map_err(&err)?;
     Ok(true)
 }
