@@ -68,11 +68,9 @@ pub fn run(db: &Path, query: &str, limits: Limits, sink: &mut dyn RowSink) -> Re
     let clock = Clock::new(limits.timeout);
     let stopped = clock.clone();
     store.interrupt_when(move || stopped.out_of_time())?;
-    let stopped = |err: rusqlite::Error| match err.sqlite_error_code() {
-        Some(ErrorCode::OperationInterrupted) => SqlError::Timeout(clock.limit),
-        Some(ErrorCode::OutOfMemory) if limits.memory.is_some() => {
-            SqlError::Memory(limits.memory.unwrap_or_default())
-        }
+    let stopped = |err: rusqlite::Error| match (err.sqlite_error_code(), limits.memory) {
+        (Some(ErrorCode::OperationInterrupted), _) => SqlError::Timeout(clock.limit),
+        (Some(ErrorCode::OutOfMemory), Some(bytes)) => SqlError::Memory(bytes),
         _ => SqlError::Sqlite(err),
     };
     let conn = store.connection();
