@@ -9,7 +9,10 @@
 use std::io::{self, Write};
 
 use super::table::fit;
-use super::{Cell, Column, Format, Table, Term, Theme, one_line, safe, write_csv, write_json};
+use super::{
+    Cell, Column, Format, Table, Term, Theme, minute_of, one_line, safe, short_id, write_csv,
+    write_json,
+};
 use crate::query::search::sessions::SessionHits;
 use crate::query::search::{Hit, MARK_CLOSE, MARK_OPEN};
 
@@ -131,19 +134,6 @@ fn snippet(text: &str, theme: &Theme) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// `2026-02-01T10:00:00.000Z` as `2026-02-01 10:00`.
-fn minute_of(timestamp: Option<&str>) -> String {
-    timestamp
-        .map(|t| safe(t).replace('T', " ").chars().take(16).collect())
-        .unwrap_or_else(|| "-".to_owned())
-}
-
-/// The first 8 characters of an id, as `piidx sessions` shows it (enough
-/// for `piidx show` unless two sessions began in the same minute).
-fn short_id(id: &str) -> String {
-    safe(id).chars().take(8).collect()
 }
 
 /// `search -l`: one line per session.

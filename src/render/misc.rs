@@ -3,7 +3,10 @@
 
 use std::io::{self, Write};
 
-use super::{Cell, Column, Format, Table, Term, money, one_line, safe, write_csv, write_json};
+use super::{
+    Cell, Column, Format, Table, Term, minute_of, money, one_line, safe, short_id, write_csv,
+    write_json,
+};
 use crate::doctor::DoctorReport;
 use crate::query::secrets::SecretFound;
 use crate::query::subagents::SubagentRun;
@@ -190,14 +193,9 @@ pub fn write_secrets(
                 Column::text("where").droppable(1),
             ]);
             for secret in found {
-                let time = one_line(secret.timestamp.as_deref().unwrap_or(""));
                 table.push(vec![
-                    time.replace('T', " ")
-                        .chars()
-                        .take(16)
-                        .collect::<String>()
-                        .into(),
-                    secret.session_id.chars().take(8).collect::<String>().into(),
+                    minute_of(secret.timestamp.as_deref()).into(),
+                    short_id(&secret.session_id).into(),
                     one_line(&secret.entry_id).into(),
                     Cell::styled(one_line(&secret.kind), anstyle::AnsiColor::Red.on_default()),
                     one_line(&secret.preview).into(),

@@ -120,6 +120,19 @@ pub fn minute(ms: i64) -> String {
         .collect()
 }
 
+/// `2026-02-01T10:00:00.000Z` as `2026-02-01 10:00`.
+fn minute_of(timestamp: Option<&str>) -> String {
+    timestamp
+        .map(|t| safe(t).replace('T', " ").chars().take(16).collect())
+        .unwrap_or_else(|| "-".to_owned())
+}
+
+/// The first 8 characters of an id, as `piidx sessions` shows it (enough
+/// for `piidx show` unless two sessions began in the same minute).
+fn short_id(id: &str) -> String {
+    safe(id).chars().take(8).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
