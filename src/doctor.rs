@@ -388,7 +388,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     // A file is read again as sync read it: with the index's redaction.
     let read_options = IngestOptions {
         max_line_bytes,
-        redactor: sync::redactor_for(store.redaction(false)?)?,
+        redactor: sync::redactor_for(store.redaction(false)?),
     };
     let mut states: Vec<FileState> = states.into_values().collect();
     states.sort_by(|a, b| a.path.cmp(&b.path));

@@ -83,8 +83,6 @@ pub struct SyncReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    #[error("the secret rules do not compile (a bug in piidx)")]
-    Rules(#[source] crate::secrets::RulesError),
     #[error("another `piidx sync` holds {lock} (waited {waited:?}); try again later")]
     Busy { lock: PathBuf, waited: Duration },
     #[error(
@@ -179,7 +177,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     } else {
         options
     };
-    let redactor = redactor_for(redaction)?;
+    let redactor = redactor_for(redaction);
     let mut report = SyncReport {
         files_seen: (discovery.files.len() + discovery.unusable.len()) as u64,
         warnings: discovery
@@ -254,11 +252,8 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
 }
 
 /// The redactor files are read with, when the index redacts (`state`).
-pub fn redactor_for(state: Option<RedactionState>) -> Result<Option<Arc<Redactor>>, SyncError> {
-    state
-        .map(|state| Redactor::new(state.key).map(Arc::new))
-        .transpose()
-        .map_err(SyncError::Rules)
+pub fn redactor_for(state: Option<RedactionState>) -> Option<Arc<Redactor>> {
+    state.map(|state| Arc::new(Redactor::new(state.key)))
 }
 
 /// The database ready for writing, with what it knows of every file.

@@ -7,13 +7,11 @@
 use serde::Serialize;
 
 use super::scope::{Columns, Scope};
-use crate::secrets::{Detector, keyed_hash, mask};
+use crate::secrets::{detector, keyed_hash, mask};
 use crate::store::{Index, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
-    #[error("the secret rules do not compile (a bug in piidx)")]
-    Rules(#[from] crate::secrets::RulesError),
     #[error(
         "this index does not redact secrets, so it keeps no hashes to look values up by; `piidx search` finds text that is still there"
     )]
@@ -54,7 +52,7 @@ pub fn list(
     limit: Option<usize>,
 ) -> Result<Vec<SecretFound>, SecretsError> {
     let mut out = redacted(store, scope, None)?;
-    let detector = Detector::new()?;
+    let detector = detector();
     let conditions = scope.conditions(&Columns::sessions("e.timestamp_ms"), 1);
     let sql = format!(
         "SELECT s.session_id, s.file_path, e.entry_id, e.timestamp, t.kind, t.json_path,

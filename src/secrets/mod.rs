@@ -13,6 +13,8 @@
 //! them: `\w`, `\d` and `\s` are ASCII classes (Rust's `regex` would make
 //! them Unicode, and `\w{82}` too large to compile), so they run on bytes.
 
+use std::sync::LazyLock;
+
 use aho_corasick::AhoCorasick;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Serialize;
@@ -223,7 +225,7 @@ pub struct Found {
 /// The rules are constants: failing to build them is a bug in this file
 /// (a test builds them all), never the user's input.
 #[derive(Debug, thiserror::Error)]
-pub enum RulesError {
+enum RulesError {
     #[error("a secret rule does not compile")]
     Regex(#[from] regex::Error),
     #[error("the secret rules' keywords do not build")]
@@ -251,9 +253,20 @@ fn compile(pattern: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(pattern).unicode(false).build()
 }
 
+/// The rule set, compiled on first use (a few milliseconds that a sync
+/// which reads nothing does not pay), once per process.
+pub fn detector() -> &'static Detector {
+    static DETECTOR: LazyLock<Detector> = LazyLock::new(|| {
+        Detector::build().unwrap_or_else(|err| {
+            unreachable!("the secret rules are constants and a test builds them: {err}")
+        })
+    });
+    &DETECTOR
+}
+
 impl Detector {
     /// Compiles every rule.
-    pub fn new() -> Result<Detector, RulesError> {
+    fn build() -> Result<Detector, RulesError> {
         let rules = RULES
             .iter()
             .map(|rule| Ok((rule, compile(rule.regex)?)))
@@ -382,18 +395,14 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The detector and the index's redaction key.
+/// Redacts with `detector()` under the index's redaction key.
 pub struct Redactor {
-    detector: Detector,
     key: [u8; 32],
 }
 
 impl Redactor {
-    pub fn new(key: [u8; 32]) -> Result<Redactor, RulesError> {
-        Ok(Redactor {
-            detector: Detector::new()?,
-            key,
-        })
+    pub fn new(key: [u8; 32]) -> Redactor {
+        Redactor { key }
     }
 
     /// `keyed_hash` of `value` under this index's key.
@@ -404,7 +413,7 @@ impl Redactor {
     /// `text` with every secret replaced by `redaction_mark`, and what was
     /// taken out; `None` when it holds none.
     pub fn redact(&self, text: &str) -> Option<(String, Vec<Redacted>)> {
-        let found = self.detector.find(text);
+        let found = detector().find(text);
         if found.is_empty() {
             return None;
         }
@@ -484,13 +493,13 @@ mod tests {
     const MIXED: &str = "aZ3kQ9xW2mP7vB4nL8cR5tY1hJ6gD0fS";
 
     fn rules_found(text: &str) -> Vec<&'static str> {
-        let detector = Detector::new().expect("rules compile");
+        let detector = detector();
         detector.find(text).into_iter().map(|f| f.rule).collect()
     }
 
     #[test]
     fn every_rule_compiles() {
-        Detector::new().expect("rules compile");
+        Detector::build().expect("rules compile");
         assert_eq!(Detector::rule_ids().count(), RULES.len());
     }
 
@@ -625,7 +634,7 @@ mod tests {
 
     #[test]
     fn redaction_replaces_each_secret_and_hashes_it_under_the_key() {
-        let redactor = Redactor::new([7; 32]).expect("rules compile");
+        let redactor = Redactor::new([7; 32]);
         let token = format!("ghp_{}", filler(MIXED, 36));
         let text = format!("é {token} and AKIAQ2WXE3RT4YU5IOPA é");
         let (redacted, taken) = redactor.redact(&text).expect("found");
@@ -636,7 +645,7 @@ mod tests {
         assert_eq!(taken[0].hash, redactor.hash(&token));
         assert_ne!(
             taken[0].hash,
-            Redactor::new([8; 32]).expect("rules").hash(&token),
+            Redactor::new([8; 32]).hash(&token),
             "another index, another hash"
         );
         assert_eq!(taken[1].preview, "AKIA…(20 chars)");
