@@ -272,3 +272,21 @@ fn a_reader_holding_a_shard_delays_its_text_but_never_fails_the_sync() {
     let hit = env.run(&["search", "zebrafrost", "--json"]);
     assert!(String::from_utf8_lossy(&hit.stdout).contains("zebrafrost"));
 }
+
+/// A first sync cut short is resumed as a bulk load (rollback journal), not
+/// in WAL mode: killed again inside a batch, the resumed sync too leaves a
+/// hot journal on the main file. Then a sync finishes it, equal to a fresh one.
+#[test]
+fn a_first_sync_cut_short_is_resumed_as_a_bulk_load() {
+    let env = Env::with_fixture("sessions");
+    let expected = fresh_dump(&env);
+    let mut journal = env.db.as_os_str().to_owned();
+    journal.push("-journal");
+    let hot = || std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+    assert!(was_killed(&sync_killed_at(&env, "commit:2", 4 << 10)));
+    assert!(!hot(), "killed after a commit: no open transaction");
+    assert!(was_killed(&sync_killed_at(&env, "batch:2", 4 << 10)));
+    assert!(hot(), "the resumed load wrote with a rollback journal");
+    env.sync();
+    assert!(canonical_dump(&env.db) == expected);
+}
