@@ -424,7 +424,7 @@ impl Redactor {
             // Ranges are bytes of ASCII-class matches; one that would cut a
             // character is widened to the characters it touches.
             let start = floor_char(text, secret.start).max(at);
-            let end = ceil_char(text, secret.end);
+            let end = ceil_char(text, secret.end).max(start);
             let value = &text[start..end];
             out.push_str(&text[at..start]);
             out.push_str(&redaction_mark(secret.rule));
