@@ -50,6 +50,10 @@ pub enum Command {
     Tree(cmd::tree::Args),
     /// Write a Pi session file rebuilt from the index alone
     Export(cmd::export::Args),
+    /// Find a session interactively (search as you type) and resume it in Pi, show, export it
+    Pick(cmd::pick::Args),
+    /// Resume a session in Pi (`pi --session`), rebuilding its file from the index if it is gone
+    Resume(cmd::resume::Args),
     /// Tokens and cost by day, week, month, model, provider, project or session
     Usage(cmd::usage::Args),
     /// Tool call counts, error rates, call -> result times and largest outputs

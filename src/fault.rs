@@ -15,6 +15,9 @@
 //! `PIIDX_TEST_BATCH_BYTES=<n>` makes batches (and commits) that small, so a
 //! small test file spans many committed batches.
 //!
+//! `PIIDX_TEST_PANIC=<place>` panics at a named place (`pick`: after the
+//! picker's first frame), to test what a panic leaves behind.
+//!
 //! Unset (always, outside tests), each check is one relaxed atomic load.
 
 use std::sync::OnceLock;
@@ -68,6 +71,14 @@ pub fn due(point: Point) -> bool {
         return false;
     }
     REACHED[point as usize].fetch_add(1, Ordering::SeqCst) + 1 == n
+}
+
+/// Panics when `PIIDX_TEST_PANIC` names `place`: a test's way to check
+/// that a panic there leaves things (the terminal) as they were.
+pub fn panic_if_due(place: &str) {
+    if std::env::var("PIIDX_TEST_PANIC").is_ok_and(|value| value == place) {
+        panic!("PIIDX_TEST_PANIC={place}");
+    }
 }
 
 /// Dies as `kill -9` would: no destructor, no flush, no unlock.

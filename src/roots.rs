@@ -101,6 +101,36 @@ fn resolve_setting(value: &str, cwd: &Path) -> PathBuf {
     }
 }
 
+/// Where Pi 1.5.2 puts a new session of a project started in `cwd`: the
+/// `PI_CODING_AGENT_SESSION_DIR` or the `sessionDir` setting (project's,
+/// then the agent directory's) when one is set, flat; else
+/// `<agent dir>/sessions/<encoded cwd>/` (`getDefaultSessionDirPath`).
+pub fn session_dir_for(cwd: &Path) -> Option<PathBuf> {
+    if let Ok(dir) = std::env::var("PI_CODING_AGENT_SESSION_DIR")
+        && !dir.is_empty()
+    {
+        return Some(absolute(&expand_tilde(&dir)));
+    }
+    let agent = agent_dir()?;
+    let setting = session_dir_setting(&cwd.join(".pi/settings.json"))
+        .or_else(|| session_dir_setting(&agent.join("settings.json")));
+    Some(match setting {
+        Some(dir) => absolute(&resolve_setting(&dir, cwd)),
+        None => absolute(&agent).join("sessions").join(encode_cwd(cwd)),
+    })
+}
+
+/// Pi's directory name for a cwd: one leading separator dropped, every
+/// `/`, `\` and `:` made `-`, wrapped in `--`.
+pub fn encode_cwd(cwd: &Path) -> String {
+    let text = cwd.to_string_lossy();
+    let text = text
+        .strip_prefix(['/', '\\'])
+        .unwrap_or(&text)
+        .replace(['/', '\\', ':'], "-");
+    format!("--{text}--")
+}
+
 /// Every place Pi 1.5.2 may have written sessions that exists, for the
 /// project `cwds` (the index's and the current directory).
 pub fn defaults(cwds: &[PathBuf]) -> Vec<Root> {

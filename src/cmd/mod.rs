@@ -7,7 +7,9 @@ pub mod completions;
 pub mod doctor;
 pub mod export;
 pub mod man;
+pub mod pick;
 pub mod redact;
+pub mod resume;
 pub mod roots;
 pub mod search;
 pub mod secrets;
@@ -42,6 +44,8 @@ pub const EXIT_FATAL: u8 = 2;
 pub const EXIT_BUSY: u8 = 3;
 /// A session root or file could not be read: what the index holds for it is kept.
 pub const EXIT_INCOMPLETE: u8 = 4;
+/// The picker was left without a choice (Esc, Ctrl-C), as fzf exits.
+pub const EXIT_CANCELLED: u8 = 130;
 
 /// What every command gets besides its own options.
 pub struct Global {
@@ -79,6 +83,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Show(args) => show::run(args, &global),
         Command::Tree(args) => tree::run(args, &global),
         Command::Export(args) => export::run(args, &global),
+        Command::Pick(args) => pick::run(args, &global),
+        Command::Resume(args) => resume::run(args, &global),
         Command::Usage(args) => usage::run(args, &global),
         Command::Tools(args) => tools::run(args, &global),
         Command::Subagents(args) => subagents::run(args, &global),

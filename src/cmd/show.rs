@@ -39,6 +39,23 @@ pub struct Args {
     pub no_pager: bool,
 }
 
+impl Args {
+    /// `piidx show SESSION` with no other option.
+    pub fn of(session: String) -> Args {
+        Args {
+            session,
+            branch: None,
+            all: false,
+            json: false,
+            markdown: false,
+            system: false,
+            no_tools: false,
+            tool_lines: None,
+            no_pager: false,
+        }
+    }
+}
+
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let tree = load_tree(global, &args.session)?;
     let term = &global.term;

@@ -39,12 +39,35 @@ pub fn export(
     session: &SessionRef,
     out: &mut dyn Write,
 ) -> Result<u64, ExportError> {
+    export_in(store, session, None, out)
+}
+
+/// `export`, with the header's `cwd` replaced by `cwd` when given: a
+/// session rebuilt to be resumed on a machine without its old directory
+/// (Pi opens it only in a directory that exists).
+pub fn export_in(
+    store: &Index,
+    session: &SessionRef,
+    cwd: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<u64, ExportError> {
     let conn = store.connection();
-    let header: String = conn.query_row(
+    let mut header: String = conn.query_row(
         "SELECT header_raw FROM sessions WHERE file_id = ?1",
         [session.file_id],
         |row| row.get(0),
     )?;
+    if let Some(cwd) = cwd {
+        let mut value: Value =
+            serde_json::from_str(&header).map_err(|source| ExportError::BadRaw {
+                entry: "header".to_owned(),
+                source,
+            })?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("cwd".to_owned(), Value::from(cwd));
+        }
+        header = value.to_string();
+    }
     out.write_all(header.as_bytes())?;
     out.write_all(b"\n")?;
     let mut stmt = conn.prepare(

@@ -19,6 +19,12 @@ pub fn warn(message: &str, term: &Term) {
     eprintln!("piidx: {} {}", theme.warning("warning:"), safe(message));
 }
 
+/// `piidx: what was done` on standard error: a step the user should know of.
+pub fn note(message: &str, term: &Term) {
+    let theme = term.theme();
+    eprintln!("piidx: {}", theme.dim(&safe(message)));
+}
+
 pub fn write_sync(out: &mut dyn Write, report: &SyncReport, term: &Term) -> io::Result<()> {
     writeln!(
         out,

@@ -45,3 +45,6 @@ mod fuzz;
 
 // The torture tree (huge line, big file, many files, odd files) under a memory limit.
 mod torture;
+
+// `resume` and `pick` (through tmux): back into Pi, terminal restored.
+mod pick;

@@ -1,0 +1,211 @@
+//! The picker's rows for a query: sessions whose name or first message
+//! holds every word (Pi's `/resume` list when the query is empty), then the
+//! full-text hits, from the same `query` functions the CLI prints.
+
+use crate::query::scope::{Scope, When, now_ms};
+use crate::query::search::{self, HeadStart, SearchError, SearchOptions, Sort};
+use crate::query::sessions::{self, SessionInfo, SessionsQuery};
+use crate::store::Index;
+use crate::time::parse_iso_ms;
+
+use super::state::{Query, Reach};
+
+/// Hits asked of the search per query: more than a screen holds.
+const HITS: usize = 60;
+
+/// One line of the list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub session_id: String,
+    pub session_path: String,
+    pub cwd: String,
+    /// The session's name, else its first user message.
+    pub title: String,
+    pub time_ms: Option<i64>,
+    /// The hit, for a full-text hit; `None` for a session's own line.
+    pub hit: Option<HitRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HitRow {
+    pub entry_id: String,
+    pub role: String,
+    /// With `search::MARK_OPEN` / `MARK_CLOSE` around the matches.
+    pub snippet: String,
+}
+
+/// What a query found, and what the status line says about it.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    pub rows: Vec<Row>,
+    pub sessions: usize,
+    pub hits: usize,
+    /// Why the search found nothing it could (a bad `since:`, a query of
+    /// punctuation only), said instead of failing.
+    pub problem: Option<String>,
+}
+
+/// The rows' source: the index, and the session lists of both reaches
+/// (read once; the picker is short-lived).
+pub struct Source {
+    index: Index,
+    scope: Scope,
+    current_dir: String,
+    here: Option<Vec<SessionInfo>>,
+    all: Option<Vec<SessionInfo>>,
+}
+
+impl Source {
+    pub fn new(index: Index, scope: Scope, current_dir: String) -> Source {
+        Source {
+            index,
+            scope,
+            current_dir,
+            here: None,
+            all: None,
+        }
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The scope of a reach: the command line's, narrowed to the current
+    /// directory for `Here`.
+    fn scope(&self, reach: Reach) -> Scope {
+        let mut scope = self.scope.clone();
+        if reach == Reach::Here {
+            scope.cwd = Some(self.current_dir.clone());
+        }
+        scope
+    }
+
+    /// The sessions of a reach, in Pi's order.
+    pub fn sessions(&mut self, reach: Reach) -> Result<&[SessionInfo], rusqlite::Error> {
+        let scope = self.scope(reach);
+        let slot = match reach {
+            Reach::Here => &mut self.here,
+            Reach::All => &mut self.all,
+        };
+        if slot.is_none() {
+            let query = SessionsQuery {
+                scope,
+                limit: None,
+                all: false,
+            };
+            *slot = Some(sessions::list(&self.index, &query)?);
+        }
+        Ok(slot.as_deref().unwrap_or_default())
+    }
+
+    /// The rows for `query` over `reach`.
+    pub fn find(&mut self, query: &Query, reach: Reach) -> Result<Found, SearchError> {
+        let mut found = Found::default();
+        let mut scope = self.scope(reach);
+        if let Some(since) = &query.since {
+            match When::parse(since, now_ms(), &scope.tz) {
+                Ok(when) => scope.since = Some(when),
+                Err(err) => {
+                    found.problem = Some(format!("since:{since}: {err}"));
+                    return Ok(found);
+                }
+            }
+        }
+        let since_ms = scope.since.map(|when| when.start_ms(&scope.tz));
+        let words: Vec<String> = query
+            .words
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        if !query.hits_only() {
+            let titled = self
+                .sessions(reach)?
+                .iter()
+                .filter(|info| since_ms.is_none_or(|since| info.modified_ms >= Some(since)))
+                .filter(|info| {
+                    words
+                        .iter()
+                        .all(|word| title_of(info).to_lowercase().contains(word))
+                })
+                .map(session_row);
+            found.rows.extend(titled);
+            found.sessions = found.rows.len();
+        }
+        if !words.is_empty() {
+            let options = SearchOptions {
+                query: as_you_type(&query.words, query.open),
+                scope,
+                roles: query.roles.clone(),
+                model: query.model.clone(),
+                limit: HITS,
+                sort: Sort::Rank,
+                ..SearchOptions::default()
+            };
+            match search::search(&self.index, HeadStart::default(), &options) {
+                Ok(hits) => {
+                    found.hits = hits.len();
+                    found.rows.extend(hits.into_iter().map(|hit| Row {
+                        title: hit.session_name.or(hit.first_message).unwrap_or_default(),
+                        time_ms: hit.timestamp.as_deref().and_then(parse_iso_ms),
+                        session_id: hit.session_id,
+                        session_path: hit.session_path,
+                        cwd: hit.cwd,
+                        hit: Some(HitRow {
+                            entry_id: hit.entry_id,
+                            role: hit.role,
+                            snippet: hit.snippet,
+                        }),
+                    }));
+                }
+                Err(err @ (SearchError::Empty(_) | SearchError::Role(_))) => {
+                    found.problem = Some(err.to_string());
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The words searched while typing: the last word, unless a space ended
+/// it, is a prefix (`pars` finds `parser`) once it has three letters
+/// (shorter prefixes match too much to rank).
+fn as_you_type(words: &str, open: bool) -> String {
+    let last = words.rsplit(char::is_whitespace).next().unwrap_or("");
+    let typing =
+        open && last.chars().count() >= 3 && last.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if typing {
+        format!("{words}*")
+    } else {
+        words.to_owned()
+    }
+}
+
+fn title_of(info: &SessionInfo) -> &str {
+    info.name.as_deref().unwrap_or(&info.first_message)
+}
+
+fn session_row(info: &SessionInfo) -> Row {
+    Row {
+        session_id: info.id.clone(),
+        session_path: info.path.clone(),
+        cwd: info.cwd.clone(),
+        title: title_of(info).to_owned(),
+        time_ms: info.modified_ms,
+        hit: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_you_type;
+
+    #[test]
+    fn the_word_being_typed_is_a_prefix() {
+        assert_eq!(as_you_type("fix pars", true), "fix pars*");
+        assert_eq!(as_you_type("fix pars", false), "fix pars");
+        assert_eq!(as_you_type("fix pa", true), "fix pa");
+        assert_eq!(as_you_type("\"a phrase\"", true), "\"a phrase\"");
+        assert_eq!(as_you_type("std::io", true), "std::io");
+    }
+}
