@@ -13,6 +13,7 @@ use crate::cmd;
 #[command(
     name = "piidx",
     version,
+    long_version = concat!(env!("CARGO_PKG_VERSION"), " (json 1: docs/json.md)"),
     about = "Index every Pi coding-agent session into one SQLite database",
     max_term_width = 100
 )]

@@ -85,6 +85,8 @@ pub fn pick(index: Index, options: PickOptions) -> Result<Option<Choice>, PickEr
         state: State::new(&options.query, reach),
         found: Found::default(),
         preview: None,
+        preview_id: 0,
+        preview_asked: false,
         preview_height: 0,
         current_dir,
     };
@@ -97,10 +99,17 @@ pub fn pick(index: Index, options: PickOptions) -> Result<Option<Choice>, PickEr
         .map_err(PickError::NoTerminal)?;
     let stop = Arc::new(AtomicBool::new(false));
     let _guard = RawScreen::enter(&stop)?;
+    watch_for_hangup(tty.try_clone()?);
     let mut terminal = Terminal::new(CrosstermBackend::new(tty))?;
     let trace = Trace::from_env();
+    let previewer = preview::Previewer::start(source.index().path().to_owned());
     let mut key_at: Option<Instant> = None;
     loop {
+        if let Some((id, preview)) = previewer.ready()
+            && id == app.preview_id
+        {
+            app.preview = Some(preview);
+        }
         terminal.draw(|frame| {
             app.preview_height = view::draw(frame, &app.screen());
         })?;
@@ -108,14 +117,22 @@ pub fn pick(index: Index, options: PickOptions) -> Result<Option<Choice>, PickEr
             trace.record(at.elapsed());
         }
         crate::fault::panic_if_due("pick");
-        if app.preview.is_none() && !app.found.rows.is_empty() && !event::poll(Duration::ZERO)? {
-            app.update_preview(&source);
-            continue;
+        if !app.preview_asked
+            && let Some(row) = app.found.rows.get(app.state.selected)
+        {
+            previewer.ask(app.preview_id, row.clone(), usize::from(app.preview_height));
+            app.preview_asked = true;
         }
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        if !event::poll(Duration::from_millis(200))? {
+        // While a preview is being made, look for it between keys.
+        let wait = if app.preview.is_none() && app.preview_asked {
+            20
+        } else {
+            200
+        };
+        if !event::poll(Duration::from_millis(wait))? {
             continue;
         }
         key_at = Some(Instant::now());
@@ -128,10 +145,10 @@ pub fn pick(index: Index, options: PickOptions) -> Result<Option<Choice>, PickEr
                         return Ok(action.and_then(|action| app.choice(action)));
                     }
                     Outcome::Requery => requery = true,
-                    Outcome::Moved => app.preview = None,
+                    Outcome::Moved => app.forget_preview(),
                     Outcome::Nothing => {}
                 },
-                Event::Resize(..) => app.preview = None,
+                Event::Resize(..) => app.forget_preview(),
                 _ => {}
             }
             if !event::poll(Duration::ZERO)? {
@@ -147,7 +164,11 @@ pub fn pick(index: Index, options: PickOptions) -> Result<Option<Choice>, PickEr
 struct App {
     state: State,
     found: Found,
+    /// The selected row's preview, once the previewer made it.
     preview: Option<Preview>,
+    /// Which selection the preview wanted now is for; older ones are dropped.
+    preview_id: u64,
+    preview_asked: bool,
     preview_height: u16,
     current_dir: String,
 }
@@ -165,18 +186,15 @@ impl App {
     fn search(&mut self, source: &mut Source) -> Result<(), PickError> {
         self.found = source.find(&self.state.query(), self.state.reach)?;
         self.state.set_rows(self.found.rows.len());
-        self.preview = None;
+        self.forget_preview();
         Ok(())
     }
 
-    fn update_preview(&mut self, source: &Source) {
-        if let Some(row) = self.found.rows.get(self.state.selected) {
-            self.preview = Some(preview::preview(
-                source.index(),
-                row,
-                usize::from(self.preview_height),
-            ));
-        }
+    /// The selection changed: its preview is to be made.
+    fn forget_preview(&mut self) {
+        self.preview = None;
+        self.preview_id += 1;
+        self.preview_asked = false;
     }
 
     fn choice(&self, action: Action) -> Option<Choice> {
@@ -227,6 +245,33 @@ impl Drop for RawScreen {
         }
     }
 }
+
+/// Ends the process when the terminal goes away (its window closed, the
+/// tmux server killed). crossterm's reader then sees end-of-file, which it
+/// reads again and again without returning, and the kernel's SIGHUP does
+/// not always reach a process started by a shell without job control; so
+/// a thread asks the terminal every fraction of a second. There is no
+/// terminal left to restore.
+fn watch_for_hangup(tty: File) {
+    use std::os::fd::AsRawFd;
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(250));
+            // SAFETY: `termios` is plain data that tcgetattr fills in, and
+            // the descriptor is owned by `tty`, alive for the whole loop.
+            let gone = unsafe {
+                let mut termios = std::mem::zeroed::<libc::termios>();
+                libc::tcgetattr(tty.as_raw_fd(), &mut termios) != 0
+            };
+            if gone {
+                std::process::exit(HANGUP_EXIT);
+            }
+        }
+    });
+}
+
+/// 128 + SIGHUP, as a shell reports a process that a hangup ended.
+const HANGUP_EXIT: i32 = 129;
 
 /// Puts the terminal back as it was; harmless when it already is.
 fn restore_terminal() {

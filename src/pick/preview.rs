@@ -1,5 +1,13 @@
 //! The preview pane: the selected session's transcript (the branch `show`
 //! prints), opened at the hit, without colour (the pane styles it).
+//!
+//! A session can be large, so previews are made on a thread of their own
+//! (`Previewer`), on its own connection: keys never wait for one, and a
+//! preview no longer wanted is skipped. Only the entries around the hit
+//! (the first ones for a session's own row) are rendered.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
 
 use crate::query::tree::{self, SessionTree};
 use crate::render::transcript::{self, Options, Style, Tools};
@@ -8,6 +16,53 @@ use crate::store::Index;
 
 use super::results::Row;
 use crate::query::search::{MARK_CLOSE, MARK_OPEN};
+
+/// Entries rendered before and after the hit.
+const AROUND: usize = 8;
+
+/// Makes previews on its thread; dropped, the thread ends.
+pub struct Previewer {
+    asks: Sender<(u64, Row, usize)>,
+    made: Receiver<(u64, Preview)>,
+}
+
+impl Previewer {
+    pub fn start(db: PathBuf) -> Previewer {
+        let (asks, asked) = mpsc::channel::<(u64, Row, usize)>();
+        let (done, made) = mpsc::channel();
+        std::thread::spawn(move || {
+            let index = Index::open(&db);
+            while let Ok(mut ask) = asked.recv() {
+                // Only the newest selection matters.
+                while let Ok(newer) = asked.try_recv() {
+                    ask = newer;
+                }
+                let (id, row, height) = ask;
+                let preview = match &index {
+                    Ok(index) => preview(index, &row, height),
+                    Err(err) => Preview {
+                        lines: vec![format!("cannot open the index: {err}")],
+                        ..Preview::default()
+                    },
+                };
+                if done.send((id, preview)).is_err() {
+                    break;
+                }
+            }
+        });
+        Previewer { asks, made }
+    }
+
+    /// Asks for the preview of `row`, known as `id`.
+    pub fn ask(&self, id: u64, row: Row, height: usize) {
+        let _ = self.asks.send((id, row, height));
+    }
+
+    /// The newest preview made since the last call, if any.
+    pub fn ready(&self) -> Option<(u64, Preview)> {
+        self.made.try_iter().last()
+    }
+}
 
 /// A transcript and the line to show first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,16 +110,19 @@ fn load(index: &Index, row: &Row) -> Result<Preview, tree::ViewError> {
         (None, Some(leaf)) => tree.path_to(leaf),
         (None, None) => Vec::new(),
     };
-    let text = transcript::context(&tree, &path, options);
+    // The entries around the hit, or the first ones.
+    let at = hit.and_then(|hit| path.iter().position(|&node| node == hit));
+    let from = at.map_or(0, |at| at.saturating_sub(AROUND));
+    let to = at.map_or(2 * AROUND, |at| at + AROUND + 1).min(path.len());
+    let window = &path[from..to];
+    let text = transcript::context(&tree, window, options);
     // Where the hit's entry starts: the transcript up to its parent is
     // printed the same way, so its length is the hit's first line.
-    let start = hit
-        .and_then(|hit| path.iter().position(|&node| node == hit))
-        .map(|at| {
-            transcript::context(&tree, &path[..at], options)
-                .lines()
-                .count()
-        });
+    let start = at.map(|at| {
+        transcript::context(&tree, &window[..at - from], options)
+            .lines()
+            .count()
+    });
     let marks: Vec<String> = row
         .hit
         .as_ref()

@@ -10,8 +10,9 @@ use crate::time::parse_iso_ms;
 
 use super::state::{Query, Reach};
 
-/// Hits asked of the search per query: more than a screen holds.
-const HITS: usize = 60;
+/// Hits asked of the search per query: a tall terminal's list. Each hit
+/// costs a snippet, so not more.
+const HITS: usize = 40;
 
 /// One line of the list.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +54,8 @@ pub struct Source {
     current_dir: String,
     here: Option<Vec<SessionInfo>>,
     all: Option<Vec<SessionInfo>>,
+    /// The shards' readers, kept from one search to the next.
+    head: HeadStart,
 }
 
 impl Source {
@@ -63,6 +66,7 @@ impl Source {
             current_dir,
             here: None,
             all: None,
+            head: HeadStart::default(),
         }
     }
 
@@ -141,7 +145,7 @@ impl Source {
                 sort: Sort::Rank,
                 ..SearchOptions::default()
             };
-            match search::search(&self.index, HeadStart::default(), &options) {
+            match search::search_again(&self.index, &mut self.head, &options) {
                 Ok(hits) => {
                     found.hits = hits.len();
                     found.rows.extend(hits.into_iter().map(|hit| Row {

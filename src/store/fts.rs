@@ -895,6 +895,8 @@ pub fn attach_one_shard(conn: &Connection, db: &Path, shard: usize) -> Result<St
 
 /// Attaches `<db>.fts<shard>` as `fts<shard>`, if it is that shard of a
 /// database with id `db_id` (of any database when `None`).
+/// A connection that searches again (the picker, the MCP server) finds
+/// the shard attached by its first search and keeps it.
 fn attach_shard(
     conn: &Connection,
     db: &Path,
@@ -907,6 +909,9 @@ fn attach_shard(
         return Err(StoreError::ShardMissing { path });
     }
     let name = shard_schema(shard);
+    if is_attached(conn, &name).map_err(sqlite_error(&path))? {
+        return Ok(name);
+    }
     match attach_checked(conn, &path, &name, shard, db_id, immutable) {
         Err(StoreError::NeedsRecovery { .. }) => {
             let _ = conn.execute("DETACH DATABASE ?1", [&name]);
@@ -915,6 +920,15 @@ fn attach_shard(
         }
         other => other,
     }
+}
+
+fn is_attached(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM pragma_database_list WHERE name = ?1",
+        [name],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
 }
 
 fn attach_checked(

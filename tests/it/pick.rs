@@ -259,6 +259,23 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Types `text` into the picker's query line one key at a time, each
+    /// key's search drawn before the next key is sent (so every key runs
+    /// a search of its own on the same connection).
+    fn type_slowly(&self, text: &str) {
+        let before = self.screen();
+        // The capture drops trailing spaces: "> " reads as ">".
+        let mut typed = before
+            .lines()
+            .find(|line| line.starts_with('>'))
+            .map_or("> ".to_owned(), |line| format!("{:<2}", line.trim_end()));
+        for c in text.chars() {
+            self.keys(&["-l", &c.to_string()]);
+            typed.push(c);
+            self.wait_for(typed.trim_end());
+        }
+    }
+
     /// Waits (boundedly) until the screen shows `text`; returns the screen.
     fn wait_for(&self, text: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -321,13 +338,10 @@ fn pick_finds_as_you_type_and_enter_resumes_in_pi() {
     let tmux = Tmux::start(&env, &shell);
     tmux.wait_for("Enter resume");
     // A prefix finds the word as it is typed; the preview shows the text.
-    tmux.keys(&["-l", "zanzibarq"]);
-    let screen = tmux.wait_for("1 hits");
-    assert!(
-        screen.contains("Plan the zanzibarquux migration."),
-        "{screen}"
-    );
-    assert!(screen.contains("> zanzibarq"), "{screen}");
+    tmux.type_slowly("zanzibarq");
+    tmux.wait_for("1 sessions · 1 hits");
+    // The preview (made on its own thread) shows the whole message.
+    tmux.wait_for("Plan the zanzibarquux migration.");
     // The session's title row comes first; the hit under it.
     tmux.keys(&["Down"]);
     tmux.keys(&["Enter"]);
@@ -351,7 +365,7 @@ fn pick_of_a_hit_deep_in_a_tool_result_resumes_here_when_its_cwd_is_gone() {
     let (shell, record) = pick_shell(&env, "", "--all");
     let tmux = Tmux::start(&env, &shell);
     tmux.wait_for("Enter resume");
-    tmux.keys(&["-l", "tapirnimbus"]);
+    tmux.type_slowly("tapirnimbus");
     let screen = tmux.wait_for("0 sessions · 1 hits");
     assert!(screen.contains("tool_result"), "{screen}");
     // The preview opens at the matched line of the 2 MB output.
@@ -384,7 +398,7 @@ fn pick_prints_the_path_and_toggles_here_and_all() {
     tmux.wait_for("0 sessions · 0 hits");
     tmux.keys(&["Tab"]);
     tmux.wait_for("all sessions · 12 sessions");
-    tmux.keys(&["-l", "role:user build"]);
+    tmux.type_slowly("role:user build");
     let screen = tmux.wait_for("role user");
     assert!(
         screen.contains("0 sessions"),

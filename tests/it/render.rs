@@ -139,6 +139,10 @@ fn usage_and_tools_output() {
     );
     tables("subagents", &["subagents", "--limit", "6"]);
     insta::assert_snapshot!("subagents.csv", output(0, &["subagents", "--csv"]));
+    insta::assert_snapshot!(
+        "subagents.json",
+        output(0, &["subagents", "--json", "--limit", "3"])
+    );
 }
 
 #[test]
@@ -148,6 +152,7 @@ fn tree_and_show_output() {
     insta::assert_snapshot!("tree.json", output(0, &["tree", PROJ_B, "--json"]));
     tables("show", &["show", PROJ_B, "--all", "--tool-lines", "2"]);
     insta::assert_snapshot!("show-cjk", output(0, &["show", JAPANESE]));
+    insta::assert_snapshot!("show.json", output(0, &["show", JAPANESE, "--json"]));
     insta::assert_snapshot!(
         "show.md",
         output(0, &["show", PROJ_B, "--all", "--markdown"])
@@ -156,6 +161,62 @@ fn tree_and_show_output() {
         "show-no-tools",
         output(0, &["show", SUBAGENT_RUNS, "--no-tools"])
     );
+}
+
+/// The JSON contract (docs/json.md): every field each command prints is
+/// named in that command's section, so a new field cannot ship
+/// undocumented (the snapshots above catch renamed and removed ones).
+#[test]
+fn every_json_field_is_documented() {
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"))
+        .expect("read docs/json.md");
+    let commands: [(&str, &[&str]); 7] = [
+        ("sessions --json", &["sessions", "--json"]),
+        ("search --json", &["search", "build", "--json"]),
+        ("usage --json", &["usage", "--json"]),
+        ("tools --json", &["tools", "--json"]),
+        ("subagents --json", &["subagents", "--json"]),
+        ("tree --json", &["tree", PROJ_B, "--json"]),
+        ("roots --json", &["roots", "--json"]),
+    ];
+    for (section, args) in commands {
+        let heading = format!("## `{section}`");
+        let start = docs
+            .find(&heading)
+            .unwrap_or_else(|| panic!("docs/json.md has no section {heading}"));
+        let body = &docs[start + heading.len()..];
+        let body = &body[..body.find("\n## ").unwrap_or(body.len())];
+        let value: serde_json::Value = serde_json::from_str(&output(0, args)).expect("JSON output");
+        let mut keys = std::collections::BTreeSet::new();
+        collect_keys(&value, &mut keys);
+        let missing: Vec<&String> = keys
+            .iter()
+            .filter(|key| !body.contains(&format!("`{key}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "`{section}` prints fields docs/json.md does not name: {missing:?}"
+        );
+    }
+}
+
+/// The keys of the objects of an answer: an array's objects, an object's
+/// own keys and those of objects (or arrays of objects) inside it.
+fn collect_keys(value: &serde_json::Value, keys: &mut std::collections::BTreeSet<String>) {
+    match value {
+        serde_json::Value::Array(items) => {
+            for item in items {
+                collect_keys(item, keys);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                keys.insert(key.clone());
+                collect_keys(inner, keys);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[test]

@@ -219,6 +219,17 @@ pub fn search(
     mut head: HeadStart,
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, SearchError> {
+    search_again(store, &mut head, options)
+}
+
+/// `search` for a front-end that searches many times (the picker, the MCP
+/// server): the shards' readers `head` opens are kept in it for the next
+/// search.
+pub fn search_again(
+    store: &Index,
+    head: &mut HeadStart,
+    options: &SearchOptions,
+) -> Result<Vec<Hit>, SearchError> {
     let plan = plan(options)?;
     let limit = options.limit.max(1);
     let conn = store.connection();
@@ -247,9 +258,7 @@ pub fn search(
     };
     let mut best = Vec::new();
     for attempt in stage1.attempts() {
-        best = stage1
-            .run(attempt, store, &mut head, limit)
-            .map_err(raw_error)?;
+        best = stage1.run(attempt, store, head, limit).map_err(raw_error)?;
         if best.len() == limit {
             break;
         }
