@@ -127,10 +127,22 @@ fn project_of(cwd: &str) -> String {
     one_line(if name.is_empty() { cwd } else { name })
 }
 
+/// Characters of a snippet kept before its first match, so that the match
+/// shows in a narrow list.
+const LEAD: usize = 24;
+
 /// A snippet on one line, its matches highlighted.
 fn snippet_spans(snippet: &str) -> Vec<Span<'static>> {
     let matched = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
     let mut spans = Vec::new();
+    let lead = snippet.split(MARK_OPEN).next().unwrap_or("");
+    let lead_chars = lead.chars().count();
+    let snippet = if lead_chars > LEAD && snippet.contains(MARK_OPEN) {
+        let cut: String = lead.chars().skip(lead_chars - LEAD).collect();
+        format!("…{cut}{}", &snippet[lead.len()..])
+    } else {
+        snippet.to_owned()
+    };
     for (i, part) in snippet.split(MARK_OPEN).enumerate() {
         let (hit, rest) = match part.split_once(MARK_CLOSE) {
             Some((hit, rest)) if i > 0 => (Some(hit), rest),
