@@ -47,13 +47,10 @@ pub fn sync(
     let mut report = ArtifactReport::default();
     let mut seen = HashSet::new();
     for root in roots {
-        for file in artifact_files(root) {
+        for (file, metadata) in artifact_files(root) {
             report.seen += 1;
             let path = file.to_string_lossy().into_owned();
             seen.insert(path.clone());
-            let Ok(metadata) = fs::metadata(&file) else {
-                continue;
-            };
             let (size, mtime_ns) = stat(&metadata);
             let unchanged = states
                 .get(&path)
@@ -94,8 +91,10 @@ fn redact_artifact(row: &mut ArtifactRow, redactor: &Redactor) {
     }
 }
 
-/// Regular files directly inside `<root>/*/subagent-artifacts/`.
-fn artifact_files(root: &Path) -> Vec<PathBuf> {
+/// Regular files directly inside `<root>/*/subagent-artifacts/` whose
+/// names say they are artifacts, with their `stat` (one per file: a sync
+/// that finds nothing new must cost no more).
+fn artifact_files(root: &Path) -> Vec<(PathBuf, fs::Metadata)> {
     let mut files = Vec::new();
     let Ok(dirs) = fs::read_dir(root) else {
         return files;
@@ -107,13 +106,18 @@ fn artifact_files(root: &Path) -> Vec<PathBuf> {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            if fs::metadata(&path).is_ok_and(|m| m.is_file()) && kind_of(&name_of(&path)).is_some()
+            if kind_of(&name_of(&path)).is_none() {
+                continue;
+            }
+            // Followed, as the sessions' walk follows symlinks.
+            if let Ok(metadata) = fs::metadata(&path)
+                && metadata.is_file()
             {
-                files.push(path);
+                files.push((path, metadata));
             }
         }
     }
-    files.sort();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
     files
 }
 
