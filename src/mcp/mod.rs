@@ -126,7 +126,7 @@ impl Server {
 
     fn handle(&mut self, message: Value) -> Option<Value> {
         match protocol::parse(message) {
-            Err((id, error)) => Some(protocol::error_response(&id, &error)),
+            Err(invalid) => Some(protocol::error_response(&invalid.0, &invalid.1)),
             // Notifications (initialized, cancelled, …) need no answer, and
             // requests are answered in order, so there is nothing to cancel.
             Ok(Message::Notification { .. } | Message::Response) => None,

@@ -100,24 +100,32 @@ pub enum Message {
     Response,
 }
 
-/// Reads one message; an invalid one is the error to answer with, and the
-/// id to answer to (`null` when it has none that can be read).
-pub fn parse(value: Value) -> Result<Message, (Value, RpcError)> {
+/// An invalid message: the id to answer to (`null` when it has none that
+/// can be read) and the error to answer with.
+pub type Invalid = Box<(Value, RpcError)>;
+
+/// Reads one message; an invalid one is the error to answer with.
+pub fn parse(value: Value) -> Result<Message, Invalid> {
     let Value::Object(mut object) = value else {
-        return Err((
+        return Err(Box::new((
             Value::Null,
             RpcError::new(
                 INVALID_REQUEST,
                 "a JSON-RPC message is an object with \"jsonrpc\": \"2.0\" and a \"method\"",
             ),
-        ));
+        )));
     };
     let id = object.remove("id");
     let reply_to = match &id {
         Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
         _ => Value::Null,
     };
-    let invalid = |message: &str| Err((reply_to.clone(), RpcError::new(INVALID_REQUEST, message)));
+    let invalid = |message: &str| {
+        Err(Box::new((
+            reply_to.clone(),
+            RpcError::new(INVALID_REQUEST, message),
+        )))
+    };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return invalid("\"jsonrpc\" must be \"2.0\"");
     }
@@ -209,9 +217,9 @@ mod tests {
         );
         let note = parse(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         assert!(matches!(note, Ok(Message::Notification { .. })));
-        let (id, error) = parse(json!({"jsonrpc": "1.0", "id": "a", "method": "x"})).unwrap_err();
+        let (id, error) = *parse(json!({"jsonrpc": "1.0", "id": "a", "method": "x"})).unwrap_err();
         assert_eq!((id, error.code), (json!("a"), INVALID_REQUEST));
-        let (id, error) = parse(json!({"jsonrpc": "2.0", "id": null, "method": "x"})).unwrap_err();
+        let (id, error) = *parse(json!({"jsonrpc": "2.0", "id": null, "method": "x"})).unwrap_err();
         assert_eq!((id, error.code), (Value::Null, INVALID_REQUEST));
         assert!(parse(json!([1])).is_err());
         assert_eq!(

@@ -628,8 +628,7 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
     let mut page = page::page(items, start, budget, id_of);
     // Cuts of the items shown: those made here, and those made to fit,
     // whose paths (in a tree item, under `entry`) become the entry's own.
-    let shown: std::collections::HashSet<String> =
-        page.items.iter().filter_map(|item| id_of(item)).collect();
+    let shown: std::collections::HashSet<String> = page.items.iter().filter_map(id_of).collect();
     let mut all_cuts: Vec<Cut> = cuts
         .into_iter()
         .filter(|cut| cut.entry_id.as_ref().is_some_and(|id| shown.contains(id)))
