@@ -145,6 +145,8 @@ fn a_real_client_gets_the_clis_answers_in_both_eras() {
         {"name": "search", "arguments": {"query": "x", "cursor": "bm90IGEgY3Vyc29y"}},
         {"name": "list_sessions", "arguments": {"colour": "blue"}},
         {"name": "get_entry", "arguments": {"session": S2, "entry": on_branch, "path": "$.nope"}},
+        // 23: an entry larger than the budget, cut to fit
+        {"name": "get_entry", "arguments": {"session": S7, "entry": BIG_RESULT, "max_bytes": 5000}},
     ]);
     let transcript = std::env::var_os("PIIDX_MCP_TRANSCRIPT");
     let handshake = client(
@@ -339,6 +341,13 @@ fn a_real_client_gets_the_clis_answers_in_both_eras() {
         assert_eq!(code, -32602, "call {index}: {message}");
         assert!(message.contains(text), "call {index}: {message}");
     }
+
+    // get_entry: an entry over the budget is cut, saying where
+    let cut = &calls[23]["pages"][0];
+    assert_eq!(cut["entry"]["id"], BIG_RESULT);
+    assert!(serde_json::to_string(cut).expect("json").len() < 6_000);
+    assert_eq!(cut["truncated"][0]["path"], "$.message.content[0].text");
+    assert_eq!(cut["truncated"][0]["size"], full_text.chars().count());
 
     // 2026-07-28: server/discover and the per-request envelope give the
     // same answers.
