@@ -181,7 +181,17 @@ impl Server {
             "ping" => json!({}),
             "server/discover" => self.discover(),
             "tools/list" => {
-                let mut result = json!({"tools": tools::list()});
+                let mut tools = tools::list();
+                // Before 2025-06-18 there is no structuredContent, so no
+                // output schema for a client to hold the answers to.
+                if !self.structured() {
+                    for tool in &mut tools {
+                        if let Some(tool) = tool.as_object_mut() {
+                            tool.remove("outputSchema");
+                        }
+                    }
+                }
+                let mut result = json!({"tools": tools});
                 if modern {
                     result["ttlMs"] = json!(0);
                     result["cacheScope"] = json!("private");
@@ -258,6 +268,14 @@ impl Server {
         })
     }
 
+    /// Whether tool results carry `structuredContent` in this era.
+    fn structured(&self) -> bool {
+        match &self.era {
+            Some(Era::Handshake(version)) => protocol::has_structured_content(version),
+            _ => true,
+        }
+    }
+
     fn call_tool(&self, params: Option<Value>) -> Result<Value, RpcError> {
         let mut params = match params {
             Some(Value::Object(params)) => params,
@@ -277,10 +295,7 @@ impl Server {
         };
         let answer = tools::call(&context, &name, params.remove("arguments"))?;
         let text = serde_json::to_string(&answer).unwrap_or_default();
-        let structured = match &self.era {
-            Some(Era::Handshake(version)) => protocol::has_structured_content(version),
-            _ => true,
-        };
+        let structured = self.structured();
         let mut result = json!({
             "content": [{"type": "text", "text": text}],
             "isError": false,

@@ -489,7 +489,12 @@ fn bad_messages_get_errors_and_the_server_goes_on() {
             .is_some_and(|m| m.contains("limit")),
         "{reply}"
     );
-    // 2025-03-26 has no structuredContent: the answer is the text block.
+    // 2025-03-26 has no structuredContent: the answer is the text block,
+    // and the tools have no output schema.
+    let listed = raw.ask(json!({"jsonrpc": "2.0", "id": 12, "method": "tools/list"}));
+    let tools = listed["result"]["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 6);
+    assert!(tools.iter().all(|t| t.get("outputSchema").is_none()));
     let reply = raw.ask(call(11, "search", json!({"query": "tapirnimbus"})));
     assert!(reply["result"].get("structuredContent").is_none());
     let text = reply["result"]["content"][0]["text"]
