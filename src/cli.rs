@@ -71,6 +71,8 @@ pub enum Command {
     Doctor(cmd::doctor::Args),
     /// The session roots the index syncs (remembered from earlier syncs), or forget one
     Roots(cmd::roots::Args),
+    /// Serve the index read-only to an MCP client (Claude, Pi, editors) over stdin/stdout
+    Mcp(cmd::mcp::Args),
     /// Print a shell completion script: `piidx completions bash > ~/.local/share/bash-completion/completions/piidx`
     Completions(cmd::completions::Args),
     /// Print the man page (roff): `piidx man > ~/.local/share/man/man1/piidx.1`

@@ -13,6 +13,7 @@ pub mod discover;
 pub mod doctor;
 pub mod fault;
 pub mod ingest;
+pub mod mcp;
 pub mod normalize;
 pub mod parse;
 pub mod pick;

@@ -7,6 +7,7 @@ pub mod completions;
 pub mod doctor;
 pub mod export;
 pub mod man;
+pub mod mcp;
 pub mod pick;
 pub mod redact;
 pub mod resume;
@@ -26,12 +27,11 @@ use std::io::{BufWriter, StdoutLock};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 
 use crate::cli::{Cli, Color, Command, ListArgs, ScopeArgs};
 use piidx::config;
-use piidx::query::scope::{Scope, When, now_ms};
-use piidx::query::tz::Tz;
+use piidx::query::scope::{Scope, ScopeText, now_ms};
 use piidx::render::{ColorChoice, Format, Term};
 use piidx::store::Index;
 use piidx::sync::SyncError;
@@ -95,30 +95,25 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Roots(args) => roots::run(args, &global),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+        Command::Mcp(args) => mcp::run(args, &global),
     }
 }
 
 impl ScopeArgs {
     /// The scope these options name; dates are read in the time zone.
     pub fn scope(&self) -> Result<Scope> {
-        let tz = Tz::choose(self.tz.as_deref())?;
-        let now = now_ms();
-        let date = |option: &str, text: &Option<String>| -> Result<Option<When>> {
-            text.as_deref()
-                .map(|text| When::parse(text, now, &tz).with_context(|| format!("--{option}")))
-                .transpose()
-        };
-        Ok(Scope {
+        let text = ScopeText {
             project: self.project.clone(),
             cwd: self
                 .cwd
                 .as_deref()
-                .map(|cwd| config::absolute(cwd).to_string_lossy().into_owned()),
+                .map(|cwd| cwd.to_string_lossy().into_owned()),
             session: self.session.clone(),
-            since: date("since", &self.since)?,
-            until: date("until", &self.until)?,
-            tz,
-        })
+            since: self.since.clone(),
+            until: self.until.clone(),
+            tz: self.tz.clone(),
+        };
+        Ok(text.scope(now_ms(), "--")?)
     }
 }
 

@@ -101,6 +101,67 @@ pub struct Scope {
     pub tz: Tz,
 }
 
+/// A scope as a front-end receives it: the texts the user wrote (command-line
+/// options, MCP tool arguments), parsed here so every front-end reads dates,
+/// zones and cwds the same way.
+#[derive(Debug, Clone, Default)]
+pub struct ScopeText {
+    pub project: Option<String>,
+    /// Made absolute against the process's working directory.
+    pub cwd: Option<String>,
+    pub session: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// `None`: `$TZ` when valid, else UTC.
+    pub tz: Option<String>,
+}
+
+/// A `ScopeText` that does not parse; `option` names the field as the
+/// front-end calls it (`--since`, `since`).
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeTextError {
+    #[error("{option}")]
+    Date { option: String, source: ScopeError },
+    #[error("{option}")]
+    Tz {
+        option: String,
+        source: super::tz::TzError,
+    },
+}
+
+impl ScopeText {
+    /// The scope these texts name; dates are read in the time zone, relative
+    /// ones from `now_ms`. A field's name in errors is `prefix` + its name.
+    pub fn scope(&self, now_ms: i64, prefix: &str) -> Result<Scope, ScopeTextError> {
+        let tz = Tz::choose(self.tz.as_deref()).map_err(|source| ScopeTextError::Tz {
+            option: format!("{prefix}tz"),
+            source,
+        })?;
+        let date = |option: &str, text: &Option<String>| -> Result<Option<When>, ScopeTextError> {
+            text.as_deref()
+                .map(|text| {
+                    When::parse(text, now_ms, &tz).map_err(|source| ScopeTextError::Date {
+                        option: format!("{prefix}{option}"),
+                        source,
+                    })
+                })
+                .transpose()
+        };
+        Ok(Scope {
+            project: self.project.clone(),
+            cwd: self.cwd.as_deref().map(|cwd| {
+                crate::config::absolute(std::path::Path::new(cwd))
+                    .to_string_lossy()
+                    .into_owned()
+            }),
+            session: self.session.clone(),
+            since: date("since", &self.since)?,
+            until: date("until", &self.until)?,
+            tz,
+        })
+    }
+}
+
 /// Where a query keeps what a scope filters on: SQL expressions (usually
 /// `alias.column`) for the session's cwd, its per-cwd directory name, its
 /// id and file path, and the time in Unix ms.

@@ -65,33 +65,32 @@ pub fn unpriced_warning(report: &UsageReport) -> Option<String> {
     })
 }
 
-/// One object per row, with the columns the report has.
-fn objects(report: &UsageReport) -> Vec<Value> {
-    report
-        .rows
-        .iter()
-        .map(|row| {
-            let mut map = Map::new();
-            map.insert("key".into(), json!(row.key));
-            map.insert("records".into(), json!(row.records));
-            map.insert("input_tokens".into(), json!(row.input_tokens));
-            map.insert("output_tokens".into(), json!(row.output_tokens));
-            map.insert("cache_read_tokens".into(), json!(row.cache_read_tokens));
-            map.insert("cache_write_tokens".into(), json!(row.cache_write_tokens));
-            map.insert("total_tokens".into(), json!(row.total_tokens));
-            map.insert("cost".into(), dollars(row.cost));
-            map.insert("unpriced_tokens".into(), json!(row.unpriced_tokens));
-            if report.repriced {
-                map.insert("repriced_tokens".into(), json!(row.repriced_tokens));
-            }
-            if report.subagents {
-                map.insert("subagent_runs".into(), json!(row.subagent_runs));
-                map.insert("subagent_tokens".into(), json!(row.subagent_tokens));
-                map.insert("subagent_cost".into(), dollars(row.subagent_cost));
-            }
-            Value::Object(map)
-        })
-        .collect()
+/// One object per row, with the columns the report has (`usage --json`).
+pub fn objects(report: &UsageReport) -> Vec<Value> {
+    report.rows.iter().map(|row| object(report, row)).collect()
+}
+
+/// One row (or the total) as `usage --json` prints it.
+pub fn object(report: &UsageReport, row: &UsageRow) -> Value {
+    let mut map = Map::new();
+    map.insert("key".into(), json!(row.key));
+    map.insert("records".into(), json!(row.records));
+    map.insert("input_tokens".into(), json!(row.input_tokens));
+    map.insert("output_tokens".into(), json!(row.output_tokens));
+    map.insert("cache_read_tokens".into(), json!(row.cache_read_tokens));
+    map.insert("cache_write_tokens".into(), json!(row.cache_write_tokens));
+    map.insert("total_tokens".into(), json!(row.total_tokens));
+    map.insert("cost".into(), dollars(row.cost));
+    map.insert("unpriced_tokens".into(), json!(row.unpriced_tokens));
+    if report.repriced {
+        map.insert("repriced_tokens".into(), json!(row.repriced_tokens));
+    }
+    if report.subagents {
+        map.insert("subagent_runs".into(), json!(row.subagent_runs));
+        map.insert("subagent_tokens".into(), json!(row.subagent_tokens));
+        map.insert("subagent_cost".into(), dollars(row.subagent_cost));
+    }
+    Value::Object(map)
 }
 
 /// Dollars to the millionth: sums of floats carry noise below that.

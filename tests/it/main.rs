@@ -31,6 +31,9 @@ mod usage;
 // What each command prints (snapshots at two widths), Markdown, layers.
 mod render;
 
+// `piidx mcp` driven by the official MCP Python client, against the CLI's answers.
+mod mcp;
+
 // `search`: known-item tokens, filters, identifiers, CJK, punctuation fuzz.
 mod search;
 
