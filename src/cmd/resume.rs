@@ -41,6 +41,7 @@ pub struct Args {
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let index = global.index()?;
     let arg = args.target.join(" ");
+    let mode = if args.fork { Mode::Fork } else { Mode::Resume };
     let found = match tree::resolve(&index, &arg) {
         Ok(found) => found,
         Err(ViewError::NotFound(_)) => match one_session_matching(&index, &arg, &args)? {
@@ -52,18 +53,17 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
                     reach: Some(pick::Reach::All),
                     current_dir: current_dir()?,
                 };
+                // The picker keeps the index it is given until it returns.
                 let Some(choice) = pick::pick(index, options)? else {
                     return Ok(ExitCode::from(EXIT_CANCELLED));
                 };
                 let index = global.index()?;
                 let found = tree::resolve(&index, &choice.session_path)?;
-                let mode = if args.fork { Mode::Fork } else { Mode::Resume };
                 return launch(&index, &found, mode, args.print, global);
             }
         },
         Err(err) => return Err(err.into()),
     };
-    let mode = if args.fork { Mode::Fork } else { Mode::Resume };
     launch(&index, &found, mode, args.print, global)
 }
 
