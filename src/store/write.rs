@@ -132,6 +132,7 @@ impl Writer {
     fn delete_file_rows(&self, file_id: i64) -> Result<()> {
         self.deleted_rows.set(true);
         self.delete_fts_rows(file_id)?;
+        self.unindex_message_text(file_id)?;
         let sql = [
             "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",
             "DELETE FROM gone_hashes",
@@ -430,8 +431,52 @@ impl Writer {
         self.insert_images(&key)?;
         let shared = self.insert_shared(rowid, file_id, &entry.shared)?;
         self.insert_texts(&key, &shared)?;
+        self.index_message_text(&key)?;
         self.insert_subagent_runs(rowid, file_id, session_id, entry)?;
         self.insert_redactions(rowid, file_id, &entry.redactions)?;
+        Ok(())
+    }
+
+    /// A user or assistant message's text into `message_fts` (migration
+    /// 0015), read through its content view `v_message_text` once the
+    /// entry's chunks are in: the same view gives the text it is deleted
+    /// with (`unindex_message_text`), so the two always agree.
+    fn index_message_text(&self, key: &EntryKey<'_>) -> Result<()> {
+        let conversation = key
+            .entry
+            .message
+            .as_ref()
+            .is_some_and(|message| matches!(message.role.as_str(), "user" | "assistant"));
+        if !conversation {
+            return Ok(());
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO message_fts(rowid, text, session_id, role, time)
+                 SELECT entry_rowid, text, session_id, role, time FROM v_message_text
+                  WHERE entry_rowid = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute([key.rowid]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Takes a file's messages out of `message_fts` (before their rows go):
+    /// an external-content FTS5 table forgets a row given the text it was
+    /// indexed with.
+    fn unindex_message_text(&self, file_id: i64) -> Result<()> {
+        let removed = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO message_fts(message_fts, rowid, text, session_id, role, time)
+                 SELECT 'delete', entry_rowid, text, session_id, role, time FROM v_message_text
+                  WHERE file_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute([file_id]))
+            .map_err(self.err())?;
+        if removed > 0 {
+            self.message_text_deleted.set(true);
+        }
         Ok(())
     }
 
