@@ -7,8 +7,8 @@
 DROP TABLE artifact_fts;
 CREATE VIRTUAL TABLE artifact_fts USING fts5(
   text,
-  content = "subagent_artifacts",
-  content_rowid = "artifact_id",
+  content="subagent_artifacts",
+  content_rowid="artifact_id",
   tokenize = "unicode61 remove_diacritics 2"
 );
 INSERT INTO artifact_fts(artifact_fts) VALUES ('rebuild');
@@ -40,8 +40,8 @@ CREATE VIRTUAL TABLE message_fts USING fts5(
   session_id UNINDEXED,
   role UNINDEXED,
   time UNINDEXED,
-  content = "v_message_text",
-  content_rowid = "entry_rowid",
+  content="v_message_text",
+  content_rowid="entry_rowid",
   tokenize = "unicode61 remove_diacritics 2"
 );
 INSERT INTO message_fts(message_fts) VALUES ('rebuild');
