@@ -30,7 +30,7 @@ FROM (SELECT m.entry_rowid, m.file_id, m.session_id, m.entry_id, m.role,
                        ORDER BY c.chunk_id) t) AS text
         FROM message_meta m JOIN entries e ON e.entry_rowid = m.entry_rowid
        WHERE m.role IN ('user', 'assistant'))
-WHERE text IS NOT NULL AND text <> '';
+WHERE text <> '';
 
 -- A word index of `v_message_text` in the main file (external content: the
 -- text is not stored again), so that `sqlite3`, Datasette and sqlite-utils

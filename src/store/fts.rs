@@ -192,8 +192,15 @@ impl Writer {
         self.start_fts_with(wanted, false)
     }
 
-    /// Drops every shard and indexes all chunks again (`doctor --fix`).
+    /// Drops every shard and indexes all chunks again, and `message_fts`
+    /// from its view (`doctor --fix`).
     pub fn rebuild_fts(&self) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "INSERT INTO message_fts(message_fts) VALUES ('rebuild');
+                 INSERT INTO message_fts(message_fts) VALUES ('optimize');",
+            )
+            .map_err(self.err())?;
         self.start_fts_with(None, true)?;
         match self.finish_fts()?.into_iter().next() {
             Some(path) => Err(StoreError::Shard {
@@ -250,12 +257,20 @@ impl Writer {
         Ok(Vec::new())
     }
 
-    /// Checks the full-text shards: both indexes of every shard pass FTS5's
-    /// `integrity-check`, the word index holds exactly the shard's chunk ids
+    /// Checks `message_fts` against its view, and the full-text shards: both
+    /// indexes of every shard pass FTS5's `integrity-check`, the word index holds exactly the shard's chunk ids
     /// up to its mark, and the trigram index only ids of those. `None` when
     /// all is well.
     pub fn fts_check(&self) -> Option<String> {
         let mut found = Vec::new();
+        // `message_fts` (migration 0015) against its content view.
+        if let Err(err) = self.conn.execute(
+            "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)",
+            [],
+        ) && !is_read_only(&err)
+        {
+            found.push(format!("message_fts does not match v_message_text: {err}"));
+        }
         match self.shard_config() {
             Ok(Some(config)) => {
                 for shard in 0..config.shards {

@@ -299,6 +299,9 @@ pub struct Writer {
     deleted_rows: Cell<bool>,
     /// Artifact text left `artifact_fts`: `purge_artifact_text` has work.
     artifact_text_deleted: Cell<bool>,
+    /// Entries of the open transaction whose message goes into
+    /// `message_fts` at its end.
+    pending_messages: RefCell<Vec<i64>>,
     /// Message text left `message_fts`: `purge_artifact_text` has work.
     message_text_deleted: Cell<bool>,
 }
@@ -315,6 +318,7 @@ impl Writer {
             deleted_rows: Cell::new(false),
             artifact_text_deleted: Cell::new(false),
             message_text_deleted: Cell::new(false),
+            pending_messages: Default::default(),
         }
     }
 
