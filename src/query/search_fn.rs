@@ -201,17 +201,17 @@ unsafe impl VTabCursor for SearchCursor<'_> {
             return ctx.set_result(&arg);
         }
         let Some(row) = self.rows.get(self.at) else {
-            return ctx.set_result(&rusqlite::types::Null);
+            return ctx.set_result(rusqlite::types::Null);
         };
         match i {
             0 => ctx.set_result(&row.session_id),
             1 => ctx.set_result(&row.entry_id),
             2 => ctx.set_result(&row.kind),
-            3 => ctx.set_result(&row.rank),
+            3 => ctx.set_result(row.rank),
             4 => ctx.set_result(&row.snippet),
-            5 => ctx.set_result(&row.file_id),
-            6 => ctx.set_result(&row.entry_rowid),
-            7 => ctx.set_result(&row.chunk_id),
+            5 => ctx.set_result(row.file_id),
+            6 => ctx.set_result(row.entry_rowid),
+            7 => ctx.set_result(row.chunk_id),
             8 => ctx.set_result(&row.timestamp),
             9 => ctx.set_result(&row.session_name),
             _ => ctx.set_result(&row.session_path),
