@@ -15,8 +15,8 @@
 //! stores, in the same transaction as its rows, the highest chunk id it has
 //! caught up to (`indexed_upto`). Chunk ids are never reused
 //! (`fts_shards.last_chunk_id`), so after a crash between the two commits the
-//! next sync indexes every chunk above a shard's mark and replays the
-//! deletions still listed in `fts_deletes`.
+//! next sync indexes every chunk above a shard's mark and deals with the
+//! deletions still listed in `fts_deletes` (below).
 //!
 //! Deletion without `contentless_delete`: that option needs SQLite 3.43, and
 //! the shard files must open in the `sqlite3` distributions ship (3.37 and
