@@ -47,7 +47,7 @@ struct Options {
     /// Number of database files built at once, one thread each; row `id`
     /// goes to shard `id % shards` (piidx's own rule).
     shards: usize,
-    /// `content='', contentless_delete=1` (piidx's shards) instead of a
+    /// `content=''` (piidx's shards, layout 3) instead of a
     /// table that stores its own copy of the text.
     contentless: bool,
     /// FTS5 `hashsize` in bytes (FTS5's default is 1 MB).
@@ -208,11 +208,7 @@ fn build_shard(
         // journal_mode returns a row; execute_batch works for both kinds.
         db.execute_batch(p)?;
     }
-    let content = if opts.contentless {
-        ", content='', contentless_delete=1"
-    } else {
-        ""
-    };
+    let content = if opts.contentless { ", content=''" } else { "" };
     db.execute_batch(&format!(
         "CREATE VIRTUAL TABLE {DST_TABLE} USING fts5(body, tokenize='{DST_TOKENIZE}'{content})"
     ))?;

@@ -67,6 +67,8 @@ pub enum Command {
     Redact(cmd::redact::RedactArgs),
     /// Run one read-only SQL statement against the index
     Sql(cmd::sql::Args),
+    /// Browse and search the index in Datasette (text search, dates, canned queries)
+    Datasette(cmd::datasette::Args),
     /// Check the index (SQLite, FTS, schema, rows vs. files) and with --fix repair it
     Doctor(cmd::doctor::Args),
     /// The session roots the index syncs (remembered from earlier syncs), or forget one

@@ -4,6 +4,7 @@
 //! exit codes (documented in README.md).
 
 pub mod completions;
+pub mod datasette;
 pub mod doctor;
 pub mod export;
 pub mod man;
@@ -91,6 +92,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Secrets(args) => secrets::run(args, &global),
         Command::Redact(args) => redact::run(args, &global),
         Command::Sql(args) => sql::run(args, &global),
+        Command::Datasette(args) => datasette::run(args, &global),
         Command::Doctor(args) => doctor::run(args, &global),
         Command::Roots(args) => roots::run(args, &global),
         Command::Completions(args) => completions::run(args),

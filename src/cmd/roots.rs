@@ -42,8 +42,10 @@ fn forget(path: &std::path::Path, global: &Global) -> Result<ExitCode> {
     store.start_fts(None)?;
     store.begin()?;
     let known = store.forget_root(&path.to_string_lossy())?;
+    store.purge_artifact_text()?;
     store.commit()?;
     store.finish_fts()?;
+    store.scrub_wal()?;
     if !known {
         return Err(anyhow!(
             "{} is not a root of {}; see `piidx roots`",

@@ -2,9 +2,11 @@
 //! question with typed values that derive `Serialize`; how they look is
 //! `render`'s job, and nothing here imports it (tests/it/render.rs).
 
+pub mod datasette;
 pub mod export;
 pub mod scope;
 pub mod search;
+pub mod search_fn;
 pub mod secrets;
 pub mod sessions;
 pub mod sql;

@@ -58,13 +58,15 @@ pub trait RowSink {
 
 /// Opens the index at `db`, runs `query` and hands its rows to `sink` as
 /// they come. The full-text shards are attached as `fts0`, `fts1`, ... when
-/// they exist; a query that does not use them runs without them.
+/// they exist; a query that does not use them runs without them. The
+/// `search()` function (`search_fn`) is there too.
 pub fn run(db: &Path, query: &str, limits: Limits, sink: &mut dyn RowSink) -> Result<(), SqlError> {
     if let Some(bytes) = limits.memory {
         limit_heap(bytes);
     }
     let mut store = Index::open(db)?;
     let _ = store.attach_fts();
+    super::search_fn::register(store.connection(), db)?;
     let clock = Clock::new(limits.timeout);
     let stopped = clock.clone();
     store.interrupt_when(move || stopped.out_of_time())?;

@@ -15,8 +15,19 @@
 //! stores, in the same transaction as its rows, the highest chunk id it has
 //! caught up to (`indexed_upto`). Chunk ids are never reused
 //! (`fts_shards.last_chunk_id`), so after a crash between the two commits the
-//! next sync indexes every chunk above a shard's mark and replays the
-//! deletions still listed in `fts_deletes`.
+//! next sync indexes every chunk above a shard's mark and deals with the
+//! deletions still listed in `fts_deletes` (below).
+//!
+//! Deletion without `contentless_delete`: that option needs SQLite 3.43, and
+//! the shard files must open in the `sqlite3` distributions ship (3.37 and
+//! later; docs/schema.md). A contentless FTS5 table of older SQLite forgets a
+//! row only through its `'delete'` command, given the text the row was
+//! indexed with. The main writer reads that text from `entries.raw` (or the
+//! shared text) before the chunk's rows go, exactly as the catch-up reads it
+//! to index, and sends it with the deletion. A deletion logged in
+//! `fts_deletes` but not applied when a sync was cut short has no text left
+//! to delete with: the next sync rebuilds that shard instead (rare: a kill
+//! between the two commits, or a reader that held the shard).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -31,8 +42,9 @@ const SHARD_APPLICATION_ID: i64 = 0x7069_6973;
 
 /// `PRAGMA user_version` of shard files with this layout; a shard of
 /// another version is replaced and indexed again. Version 1 had no
-/// `fts_trigram`.
-const SHARD_VERSION: i64 = 2;
+/// `fts_trigram`; version 2 declared both tables `contentless_delete = 1`,
+/// which SQLite before 3.43 refuses to open.
+const SHARD_VERSION: i64 = 3;
 
 const SHARD_SCHEMA: &str = "
 CREATE TABLE shard(
@@ -45,7 +57,6 @@ CREATE TABLE shard(
 CREATE VIRTUAL TABLE fts USING fts5(
   body,
   content = '',
-  contentless_delete = 1,
   tokenize = 'unicode61 remove_diacritics 2'
 );
 -- Only chunks with characters of scripts written without spaces (CJK, Thai,
@@ -53,7 +64,6 @@ CREATE VIRTUAL TABLE fts USING fts5(
 CREATE VIRTUAL TABLE fts_trigram USING fts5(
   body,
   content = '',
-  contentless_delete = 1,
   tokenize = 'trigram'
 );
 -- FTS5 writes its in-memory buffer as a new segment whenever it exceeds
@@ -182,8 +192,15 @@ impl Writer {
         self.start_fts_with(wanted, false)
     }
 
-    /// Drops every shard and indexes all chunks again (`doctor --fix`).
+    /// Drops every shard and indexes all chunks again, and `message_fts`
+    /// from its view (`doctor --fix`).
     pub fn rebuild_fts(&self) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "INSERT INTO message_fts(message_fts) VALUES ('rebuild');
+                 INSERT INTO message_fts(message_fts) VALUES ('optimize');",
+            )
+            .map_err(self.err())?;
         self.start_fts_with(None, true)?;
         match self.finish_fts()?.into_iter().next() {
             Some(path) => Err(StoreError::Shard {
@@ -198,6 +215,7 @@ impl Writer {
 
     fn start_fts_with(&self, wanted: Option<usize>, reset: bool) -> Result<()> {
         let config = self.configure_shards(wanted, reset)?;
+        self.reset_undeleted(&config)?;
         let mut writers = Vec::with_capacity(config.shards);
         for shard in 0..config.shards {
             writers.push(ShardWriter::open(&self.path, shard, &config)?);
@@ -239,12 +257,20 @@ impl Writer {
         Ok(Vec::new())
     }
 
-    /// Checks the full-text shards: both indexes of every shard pass FTS5's
-    /// `integrity-check`, the word index holds exactly the shard's chunk ids
+    /// Checks `message_fts` against its view, and the full-text shards: both
+    /// indexes of every shard pass FTS5's `integrity-check`, the word index holds exactly the shard's chunk ids
     /// up to its mark, and the trigram index only ids of those. `None` when
     /// all is well.
     pub fn fts_check(&self) -> Option<String> {
         let mut found = Vec::new();
+        // `message_fts` (migration 0015) against its content view.
+        if let Err(err) = self.conn.execute(
+            "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)",
+            [],
+        ) && !is_read_only(&err)
+        {
+            found.push(format!("message_fts does not match v_message_text: {err}"));
+        }
         match self.shard_config() {
             Ok(Some(config)) => {
                 for shard in 0..config.shards {
@@ -387,34 +413,86 @@ impl Writer {
     }
 
     /// Logs the full-text rows of `file_id`'s own chunks for deletion
-    /// (before the chunks go); rows of shared texts go with the text.
+    /// (before the chunks go), with the text each was indexed with; rows of
+    /// shared texts go with the text.
     pub(super) fn delete_fts_rows(&self, file_id: i64) -> Result<()> {
-        let ids: Vec<i64> = self
+        let spans: Vec<(i64, i64, String, i64, i64)> = self
             .conn
-            .prepare_cached("SELECT chunk_id FROM chunks WHERE file_id = ?1 AND fts_rowid IS NULL")
-            .and_then(|mut stmt| stmt.query_map([file_id], |row| row.get(0))?.collect())
+            .prepare_cached(
+                "SELECT chunk_id, entry_rowid, json_path, start, len FROM chunks
+                  WHERE file_id = ?1 AND fts_rowid IS NULL ORDER BY entry_rowid, json_path",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([file_id], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
+                })?
+                .collect()
+            })
             .map_err(self.err())?;
-        self.forget_fts_rows(&ids)
+        let mut texts = ChunkTexts::new(&self.conn).map_err(self.err())?;
+        let mut rows = Vec::with_capacity(spans.len());
+        for (chunk_id, entry_rowid, json_path, start, len) in spans {
+            let body = texts
+                .body(entry_rowid, &json_path, start, len)
+                .map_err(self.err())?;
+            rows.push(fts_row(chunk_id, body));
+        }
+        drop(texts);
+        self.forget_fts_rows(rows)
+    }
+
+    /// Logs the full-text rows of shared text `text_id` for deletion
+    /// (before the text goes), with their text.
+    pub(super) fn delete_shared_fts_rows(&self, text_id: i64) -> Result<()> {
+        let spans: Vec<(i64, String, i64, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT fts_rowid, inner_path, start, len FROM shared_chunks
+                  WHERE text_id = ?1 ORDER BY inner_path",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([text_id], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                })?
+                .collect()
+            })
+            .map_err(self.err())?;
+        let mut texts = ChunkTexts::new(&self.conn).map_err(self.err())?;
+        let mut rows = Vec::with_capacity(spans.len());
+        for (fts_rowid, inner_path, start, len) in spans {
+            let body = texts
+                .body(-text_id, &inner_path, start, len)
+                .map_err(self.err())?;
+            rows.push(fts_row(fts_rowid, body));
+        }
+        drop(texts);
+        self.forget_fts_rows(rows)
     }
 
     /// Logs full-text rows for deletion and drops those not yet sent to
     /// the shards.
-    pub(super) fn forget_fts_rows(&self, ids: &[i64]) -> Result<()> {
-        if ids.is_empty() {
+    fn forget_fts_rows(&self, rows: Vec<FtsRow>) -> Result<()> {
+        if rows.is_empty() {
             return Ok(());
         }
         let mut log = self
             .conn
             .prepare_cached("INSERT OR IGNORE INTO fts_deletes(chunk_id) VALUES (?1)")
             .map_err(self.err())?;
-        for id in ids {
+        for (id, _, _) in &rows {
             log.execute([id]).map_err(self.err())?;
         }
-        let gone: std::collections::HashSet<i64> = ids.iter().copied().collect();
+        let gone: std::collections::HashSet<i64> = rows.iter().map(|(id, _, _)| *id).collect();
         self.pending_fts
             .borrow_mut()
             .retain(|(id, _, _)| !gone.contains(id));
-        self.pending_deletes.borrow_mut().extend(ids);
+        self.pending_deletes.borrow_mut().extend(rows);
         Ok(())
     }
 
@@ -431,20 +509,16 @@ impl Writer {
         }
     }
 
-    /// Queues what the shards miss: chunks above their marks and logged
-    /// deletions. Each field's text is read once, however many chunks it has.
+    /// Queues what the shards miss: chunks above their marks. Each field's
+    /// text is read once, however many chunks it has. (Logged deletions
+    /// were dealt with when the shards opened: `reset_undeleted`.)
     fn catch_up(&self, config: &ShardConfig) -> Result<()> {
         let mut shards = self.shards.borrow_mut();
         let Some(writers) = shards.as_mut() else {
             return Ok(());
         };
-        let deletes: Vec<i64> = self
-            .conn
-            .prepare("SELECT chunk_id FROM fts_deletes")
-            .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
-            .map_err(self.err())?;
         let from = writers.min_upto();
-        if from >= config.last_chunk_id && deletes.is_empty() {
+        if from >= config.last_chunk_id {
             return Ok(());
         }
         // The rows of entries' own chunks and of shared texts, in id order;
@@ -461,60 +535,143 @@ impl Writer {
                  ORDER BY 1",
             )
             .map_err(self.err())?;
-        let mut field = self
-            .conn
-            .prepare("SELECT json_extract(raw, ?2) FROM entries WHERE entry_rowid = ?1")
-            .map_err(self.err())?;
-        let mut shared_field = self
-            .conn
-            .prepare(
-                "SELECT CASE WHEN ?2 = '$' THEN text ELSE json_extract(text, ?2) END
-                   FROM shared_texts WHERE text_id = ?1",
-            )
-            .map_err(self.err())?;
+        let mut texts = ChunkTexts::new(&self.conn).map_err(self.err())?;
         let mut rows = chunks.query([from]).map_err(self.err())?;
-        let mut text: (i64, String, String) = (0, String::new(), String::new());
         let mut batch: Vec<FtsRow> = Vec::new();
         let mut bytes = 0;
-        let mut deletes = Some(deletes);
         while let Some(row) = rows.next().map_err(self.err())? {
             let chunk_id: i64 = row.get(0).map_err(self.err())?;
-            let owner: i64 = row.get(1).map_err(self.err())?;
-            let json_path: String = row.get(2).map_err(self.err())?;
-            let start = row.get::<_, i64>(3).map_err(self.err())?.max(0) as usize;
-            let len = row.get::<_, i64>(4).map_err(self.err())?.max(0) as usize;
             if !writers.wants(chunk_id) {
                 continue;
             }
-            if text.0 != owner || text.1 != json_path {
-                let statement = if owner < 0 {
-                    &mut shared_field
-                } else {
-                    &mut field
-                };
-                let value: Option<String> = statement
-                    .query_row(params![owner.abs(), json_path], |row| row.get(0))
-                    .optional()
-                    .map_err(self.err())?
-                    .flatten();
-                text = (owner, json_path, value.unwrap_or_default());
-            }
-            let body = text
-                .2
-                .get(start..start.saturating_add(len))
-                .unwrap_or_default();
+            let owner: i64 = row.get(1).map_err(self.err())?;
+            let json_path: String = row.get(2).map_err(self.err())?;
+            let start: i64 = row.get(3).map_err(self.err())?;
+            let len: i64 = row.get(4).map_err(self.err())?;
+            let body = texts
+                .body(owner, &json_path, start, len)
+                .map_err(self.err())?;
             bytes += body.len();
-            let trigram = crate::normalize::has_unspaced_script(body);
-            batch.push((chunk_id, body.to_owned(), trigram));
+            batch.push(fts_row(chunk_id, body));
             if bytes >= CATCH_UP_BYTES {
-                let deletes = deletes.take().unwrap_or_default();
-                writers.send(std::mem::take(&mut batch), deletes, chunk_id)?;
+                writers.send(std::mem::take(&mut batch), Vec::new(), chunk_id)?;
                 bytes = 0;
             }
         }
-        let deletes = deletes.take().unwrap_or_default();
-        writers.send(batch, deletes, config.last_chunk_id)
+        writers.send(batch, Vec::new(), config.last_chunk_id)
     }
+
+    /// Deletions logged in `fts_deletes` by a sync that did not see them
+    /// through (killed between the main commit and a shard's, or a reader
+    /// held the shard) have lost their text with their rows. A shard that
+    /// still holds any of them is replaced by an empty one, which the
+    /// catch-up fills from the chunks; in the others they were applied.
+    fn reset_undeleted(&self, config: &ShardConfig) -> Result<()> {
+        let logged: Vec<i64> = self
+            .conn
+            .prepare("SELECT chunk_id FROM fts_deletes")
+            .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+            .map_err(self.err())?;
+        let count = config.shards as i64;
+        for shard in 0..config.shards {
+            let ids: Vec<i64> = logged
+                .iter()
+                .copied()
+                .filter(|id| id.rem_euclid(count) as usize == shard)
+                .collect();
+            let path = shard_path(&self.path, shard);
+            if ids.is_empty() || !path.exists() {
+                continue;
+            }
+            let still_there =
+                Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+                    .and_then(|conn| holds_any(&conn, &ids));
+            // An unreadable shard is replaced when it opens, anyway.
+            if still_there.unwrap_or(false) {
+                remove_shard_file(&path).map_err(|source| StoreError::Shard {
+                    path: path.clone(),
+                    message: source.to_string(),
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the shard on `conn` holds a row of any of `ids` (in its word
+/// index, which holds every row of the trigram one).
+fn holds_any(conn: &Connection, ids: &[i64]) -> rusqlite::Result<bool> {
+    let mut found = conn.prepare("SELECT 1 FROM fts_docsize WHERE id = ?1")?;
+    for id in ids {
+        if found.exists([id])? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The text of a chunk as the shards index it, read the same way for
+/// indexing and for deleting (a contentless FTS5 row is deleted with the
+/// very text it was indexed with): the string at `json_path` of the entry's
+/// `raw` (or, for a negative owner, of the shared text), cut at the chunk's
+/// byte span. The last field read is kept, as a field's chunks come in a
+/// row.
+struct ChunkTexts<'c> {
+    field: rusqlite::CachedStatement<'c>,
+    shared_field: rusqlite::CachedStatement<'c>,
+    /// Owner, path and text of the last field read.
+    last: (i64, String, String),
+}
+
+impl<'c> ChunkTexts<'c> {
+    fn new(conn: &'c Connection) -> rusqlite::Result<ChunkTexts<'c>> {
+        Ok(ChunkTexts {
+            field: conn.prepare_cached(
+                "SELECT json_extract(raw, ?2) FROM entries WHERE entry_rowid = ?1",
+            )?,
+            shared_field: conn.prepare_cached(
+                "SELECT CASE WHEN ?2 = '$' THEN text ELSE json_extract(text, ?2) END
+                   FROM shared_texts WHERE text_id = ?1",
+            )?,
+            last: (0, String::new(), String::new()),
+        })
+    }
+
+    fn body(
+        &mut self,
+        owner: i64,
+        json_path: &str,
+        start: i64,
+        len: i64,
+    ) -> rusqlite::Result<String> {
+        if self.last.0 != owner || self.last.1 != json_path {
+            let statement = if owner < 0 {
+                &mut self.shared_field
+            } else {
+                &mut self.field
+            };
+            let value: Option<String> = statement
+                .query_row(params![owner.abs(), json_path], |row| row.get(0))
+                .optional()?
+                .flatten();
+            self.last = (owner, json_path.to_owned(), value.unwrap_or_default());
+        }
+        let start = start.max(0) as usize;
+        let len = len.max(0) as usize;
+        Ok(self
+            .last
+            .2
+            .get(start..start.saturating_add(len))
+            .unwrap_or_default()
+            .to_owned())
+    }
+}
+
+/// A shard row of `body`: in the trigram index too when it has characters
+/// of scripts written without spaces.
+fn fts_row(chunk_id: i64, body: String) -> FtsRow {
+    let trigram = crate::normalize::has_unspaced_script(&body);
+    (chunk_id, body, trigram)
 }
 
 /// Rows for the shards: chunk id, text, and whether it also goes into the
@@ -523,7 +680,8 @@ pub(super) type FtsRow = (i64, String, bool);
 
 /// One message to a shard writer; `upto` becomes its `indexed_upto`.
 struct Work {
-    deletes: Vec<i64>,
+    /// Rows to delete, with the text they were indexed with.
+    deletes: Vec<FtsRow>,
     rows: Vec<FtsRow>,
     upto: i64,
 }
@@ -548,7 +706,7 @@ impl ShardWriters {
 
     /// Routes rows and deletions to their shards, skipping rows a shard
     /// already has. A shard that failed reports its error here.
-    fn send(&mut self, rows: Vec<FtsRow>, deletes: Vec<i64>, upto: i64) -> Result<()> {
+    fn send(&mut self, rows: Vec<FtsRow>, deletes: Vec<FtsRow>, upto: i64) -> Result<()> {
         let count = self.writers.len() as i64;
         let mut work: Vec<Work> = (0..count)
             .map(|_| Work {
@@ -557,8 +715,8 @@ impl ShardWriters {
                 upto,
             })
             .collect();
-        for id in deletes {
-            work[id.rem_euclid(count) as usize].deletes.push(id);
+        for row in deletes {
+            work[row.0.rem_euclid(count) as usize].deletes.push(row);
         }
         for row in rows {
             let shard = row.0.rem_euclid(count) as usize;
@@ -842,13 +1000,30 @@ fn purge(conn: &Connection) -> rusqlite::Result<()> {
 
 fn write_work(conn: &Connection, work: &Work) -> rusqlite::Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
-    let mut delete = conn.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
-    let mut delete_trigrams = conn.prepare_cached("DELETE FROM fts_trigram WHERE rowid = ?1")?;
-    for id in &work.deletes {
-        delete.execute([id])?;
-        delete_trigrams.execute([id])?;
+    // A row is deleted only if the shard has it: the `'delete'` command
+    // takes away the words it is given whether the row is there or not, so
+    // a row never sent (deleted in the transaction that made it) or already
+    // deleted must not be deleted again.
+    let mut has = conn.prepare_cached("SELECT 1 FROM fts_docsize WHERE id = ?1")?;
+    let mut has_trigrams =
+        conn.prepare_cached("SELECT 1 FROM fts_trigram_docsize WHERE id = ?1")?;
+    let mut delete =
+        conn.prepare_cached("INSERT INTO fts(fts, rowid, body) VALUES ('delete', ?1, ?2)")?;
+    let mut delete_trigrams = conn.prepare_cached(
+        "INSERT INTO fts_trigram(fts_trigram, rowid, body) VALUES ('delete', ?1, ?2)",
+    )?;
+    let mut deleted = false;
+    for (id, body, _) in &work.deletes {
+        if has.exists([id])? {
+            delete.execute(params![id, body])?;
+            deleted = true;
+        }
+        if has_trigrams.exists([id])? {
+            delete_trigrams.execute(params![id, body])?;
+            deleted = true;
+        }
     }
-    if !work.deletes.is_empty() {
+    if deleted {
         conn.execute("UPDATE shard SET purge_pending = 1", [])?;
     }
     let mut insert = conn.prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")?;

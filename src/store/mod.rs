@@ -288,8 +288,9 @@ pub struct Writer {
     path: PathBuf,
     /// Chunks of the open transaction: the shards get them after commit.
     pending_fts: RefCell<Vec<fts::FtsRow>>,
-    /// Chunk ids deleted in the open transaction.
-    pending_deletes: RefCell<Vec<i64>>,
+    /// Rows deleted in the open transaction, with their text (to delete
+    /// them from the contentless shards).
+    pending_deletes: RefCell<Vec<fts::FtsRow>>,
     /// The next chunk id to hand out; 0 until read from the database.
     next_chunk_id: Cell<i64>,
     /// Writer threads of the full-text shards, during a sync.
@@ -298,6 +299,11 @@ pub struct Writer {
     deleted_rows: Cell<bool>,
     /// Artifact text left `artifact_fts`: `purge_artifact_text` has work.
     artifact_text_deleted: Cell<bool>,
+    /// Entries of the open transaction whose message goes into
+    /// `message_fts` at its end.
+    pending_messages: RefCell<Vec<i64>>,
+    /// Message text left `message_fts`: `purge_artifact_text` has work.
+    message_text_deleted: Cell<bool>,
 }
 
 impl Writer {
@@ -311,6 +317,8 @@ impl Writer {
             shards: Default::default(),
             deleted_rows: Cell::new(false),
             artifact_text_deleted: Cell::new(false),
+            message_text_deleted: Cell::new(false),
+            pending_messages: Default::default(),
         }
     }
 

@@ -110,12 +110,7 @@ impl Writer {
             if linked {
                 continue;
             }
-            let rows: Vec<i64> = self
-                .conn
-                .prepare_cached("SELECT fts_rowid FROM shared_chunks WHERE text_id = ?1")
-                .and_then(|mut stmt| stmt.query_map([text_id], |row| row.get(0))?.collect())
-                .map_err(self.err())?;
-            self.forget_fts_rows(&rows)?;
+            self.delete_shared_fts_rows(text_id)?;
             for sql in [
                 "DELETE FROM shared_chunks WHERE text_id = ?1",
                 "DELETE FROM shared_texts WHERE text_id = ?1",

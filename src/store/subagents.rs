@@ -306,14 +306,21 @@ impl Writer {
     /// FTS5 keeps a deleted row's words in its segments until they are
     /// merged: after artifact text was replaced or removed, `artifact_fts`
     /// (small: `_output.md` texts) is merged into one segment, and
-    /// `secure_delete` zeroes the pages that frees.
+    /// `secure_delete` zeroes the pages that frees; the same for
+    /// `message_fts` after messages left it (the conversation's text only,
+    /// a few percent of the index).
     pub fn purge_artifact_text(&self) -> Result<()> {
-        if !self.artifact_text_deleted.replace(false) {
-            return Ok(());
+        if self.artifact_text_deleted.replace(false) {
+            self.conn
+                .execute_batch("INSERT INTO artifact_fts(artifact_fts) VALUES ('optimize')")
+                .map_err(self.err())?;
         }
-        self.conn
-            .execute_batch("INSERT INTO artifact_fts(artifact_fts) VALUES ('optimize')")
-            .map_err(self.err())
+        if self.message_text_deleted.replace(false) {
+            self.conn
+                .execute_batch("INSERT INTO message_fts(message_fts) VALUES ('optimize')")
+                .map_err(self.err())?;
+        }
+        Ok(())
     }
 
     /// Forgets an artifact file that no longer exists.

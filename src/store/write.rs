@@ -54,6 +54,7 @@ impl Writer {
     pub fn commit(&self) -> Result<()> {
         self.refresh_copies()?;
         let upto = self.record_chunk_ids()?;
+        self.index_pending_messages()?;
         self.conn.execute_batch("COMMIT").map_err(self.err())?;
         crate::fault::reached(crate::fault::Point::Commit);
         self.dispatch_fts(upto)
@@ -132,6 +133,7 @@ impl Writer {
     fn delete_file_rows(&self, file_id: i64) -> Result<()> {
         self.deleted_rows.set(true);
         self.delete_fts_rows(file_id)?;
+        self.unindex_message_text(file_id)?;
         let sql = [
             "CREATE TEMP TABLE IF NOT EXISTS gone_hashes(hash TEXT PRIMARY KEY)",
             "DELETE FROM gone_hashes",
@@ -430,8 +432,81 @@ impl Writer {
         self.insert_images(&key)?;
         let shared = self.insert_shared(rowid, file_id, &entry.shared)?;
         self.insert_texts(&key, &shared)?;
+        self.index_message_text(&key);
         self.insert_subagent_runs(rowid, file_id, session_id, entry)?;
         self.insert_redactions(rowid, file_id, &entry.redactions)?;
+        Ok(())
+    }
+
+    /// A user or assistant message goes into `message_fts` (migration
+    /// 0015) at the end of the transaction (`index_pending_messages`).
+    fn index_message_text(&self, key: &EntryKey<'_>) {
+        let conversation = key
+            .entry
+            .message
+            .as_ref()
+            .is_some_and(|message| matches!(message.role.as_str(), "user" | "assistant"));
+        if conversation {
+            self.pending_messages.borrow_mut().push(key.rowid);
+        }
+    }
+
+    /// The messages of the open transaction into `message_fts`, their text
+    /// read through its content view `v_message_text`: the same view gives
+    /// the text they are deleted with (`unindex_message_text`), so the two
+    /// always agree. Last in the transaction, because once an FTS5 table
+    /// has been written, every later statement that opens a statement
+    /// savepoint (an INSERT ... SELECT, an upsert) makes FTS5 write its
+    /// pending terms to disk: written per entry, one small segment per
+    /// message was merged again and again, a fifth of a cold sync. For the
+    /// same reason each row is inserted with VALUES.
+    pub(super) fn index_pending_messages(&self) -> Result<()> {
+        let rowids = std::mem::take(&mut *self.pending_messages.borrow_mut());
+        for rowid in rowids {
+            let row: Option<(String, String, String, Option<String>)> = self
+                .conn
+                .prepare_cached(
+                    "SELECT text, session_id, role, time FROM v_message_text WHERE entry_rowid = ?1",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_row([rowid], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                    })
+                    .optional()
+                })
+                .map_err(self.err())?;
+            let Some((text, session_id, role, time)) = row else {
+                continue;
+            };
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO message_fts(rowid, text, session_id, role, time)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .and_then(|mut stmt| stmt.execute(params![rowid, text, session_id, role, time]))
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// Takes a file's messages out of `message_fts` (before their rows go):
+    /// an external-content FTS5 table forgets a row given the text it was
+    /// indexed with.
+    fn unindex_message_text(&self, file_id: i64) -> Result<()> {
+        // Messages of this transaction are deleted as the others: indexed.
+        self.index_pending_messages()?;
+        let removed = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO message_fts(message_fts, rowid, text, session_id, role, time)
+                 SELECT 'delete', entry_rowid, text, session_id, role, time FROM v_message_text
+                  WHERE file_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute([file_id]))
+            .map_err(self.err())?;
+        if removed > 0 {
+            self.message_text_deleted.set(true);
+        }
         Ok(())
     }
 

@@ -40,6 +40,10 @@ mod search;
 // The word index's shard files: catch-up, re-sharding, upgrade from schema 5.
 mod shards;
 
+// Search from every SQLite tool: the docs' SQL in sqlite3, search() in
+// piidx sql, sqlite-utils, Datasette; remembered roots.
+mod anysql;
+
 // `doctor` detection and repair; hostile databases (foreign, newer, read-only, full disk).
 mod doctor;
 

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::util::{Env, canonical_dump, fts_integrity, shard_paths};
+use crate::util::{Env, canonical_dump, fts_integrity, shard_paths, shard_rows, unspaced};
 
 fn db_sql(db: &std::path::Path, sql: &str) {
     let conn = rusqlite::Connection::open(db).expect("open db");
@@ -67,9 +67,34 @@ fn shards_behind_missing_or_with_extra_rows_are_repaired_by_sync() {
 
     // A shard that lost its last commits (a crash between the main commit
     // and the shard's), and a deletion it never applied.
+    // (Contentless shards forget a row given the text it was indexed with.)
+    let count = shards.len() as i64;
+    let lost: Vec<(i64, String)> = shard_rows(&env.db)
+        .into_iter()
+        .filter(|(id, _)| *id > 20 && id.rem_euclid(count) == 0)
+        .collect();
+    assert!(!lost.is_empty());
+    let shard = rusqlite::Connection::open(&shards[0]).expect("open shard");
+    for (id, body) in &lost {
+        shard
+            .execute(
+                "INSERT INTO fts(fts, rowid, body) VALUES ('delete', ?1, ?2)",
+                (id, body),
+            )
+            .expect("delete row");
+        if unspaced(body) {
+            shard
+                .execute(
+                    "INSERT INTO fts_trigram(fts_trigram, rowid, body) VALUES ('delete', ?1, ?2)",
+                    (id, body),
+                )
+                .expect("delete trigram row");
+        }
+    }
+    drop(shard);
     db_sql(
         &shards[0],
-        "DELETE FROM fts WHERE rowid > 20; UPDATE shard SET indexed_upto = 20;
+        "UPDATE shard SET indexed_upto = 20;
          INSERT INTO fts(rowid, body) VALUES (987654360, 'ghostword');",
     );
     db_sql(
@@ -203,6 +228,20 @@ fn undo(migration: usize) -> String {
     let subagents = include_str!("../../migrations/0002_subagents.sql");
     let usage = include_str!("../../migrations/0004_usage.sql");
     match migration {
+        // Search for every SQLite tool: `message_fts` and its views, and
+        // `artifact_fts` declared as 0002 did.
+        15 => {
+            let start = subagents
+                .find("CREATE VIRTUAL TABLE artifact_fts")
+                .expect("artifact_fts in 0002");
+            let len = subagents[start..].find(";\n").expect("end of table") + 1;
+            format!(
+                "DROP VIEW v_sessions; DROP TABLE message_fts; DROP VIEW v_message_text;
+                 DROP TABLE artifact_fts; {}
+                 INSERT INTO artifact_fts(artifact_fts) VALUES ('rebuild');",
+                &subagents[start..start + len]
+            )
+        }
         // Redaction's table.
         14 => "DROP TABLE redactions;".to_owned(),
         // The roots table.

@@ -296,9 +296,108 @@ pub fn fts_match(db: &Path, expr: &str) -> String {
     )
 }
 
+/// Every row the shards should hold, `(id, text)`, read from the main
+/// database with SQL (the chunk's byte span of its field).
+pub fn shard_rows(db: &Path) -> Vec<(i64, String)> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open db");
+    conn.prepare(
+        "SELECT f.chunk_id, f.body FROM fts_content f JOIN chunks c ON c.chunk_id = f.chunk_id
+          WHERE c.fts_rowid IS NULL
+         UNION ALL
+         SELECT sc.fts_rowid,
+                CAST(substr(CAST(CASE WHEN sc.inner_path = '$' THEN st.text
+                                      ELSE json_extract(st.text, sc.inner_path) END AS BLOB),
+                            sc.start + 1, sc.len) AS TEXT)
+           FROM shared_chunks sc JOIN shared_texts st ON st.text_id = sc.text_id
+         ORDER BY 1",
+    )
+    .and_then(|mut stmt| {
+        stmt.query_map([], |row| {
+            Ok((
+                row.get(0)?,
+                row.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })?
+        .collect()
+    })
+    .expect("shard rows")
+}
+
+/// Whether a text goes into the trigram index too (scripts written without
+/// spaces; the same ranges as `normalize::has_unspaced_script`).
+pub fn unspaced(text: &str) -> bool {
+    piidx::normalize::has_unspaced_script(text)
+}
+
+/// Each shard's words, as FTS5 lists them (`fts5vocab`, one row per
+/// occurrence), equal those of the same rows indexed afresh from the main
+/// database's text: a row deleted with other words than it was indexed with
+/// would leave some behind (FTS5's integrity check cannot see that in a
+/// contentless table).
+fn shard_words_match(db: &Path, shards: &[PathBuf]) {
+    let rows = shard_rows(db);
+    for (k, path) in shards.iter().enumerate() {
+        let fresh = rusqlite::Connection::open_in_memory().expect("memory db");
+        fresh
+            .execute_batch(
+                "CREATE VIRTUAL TABLE fts USING fts5(body, content = '',
+                     tokenize = 'unicode61 remove_diacritics 2');
+                 CREATE VIRTUAL TABLE fts_trigram USING fts5(body, content = '', tokenize = 'trigram');",
+            )
+            .expect("fresh tables");
+        for (id, body) in rows
+            .iter()
+            .filter(|(id, _)| id.rem_euclid(shards.len() as i64) == k as i64)
+        {
+            fresh
+                .execute("INSERT INTO fts(rowid, body) VALUES (?1, ?2)", (id, body))
+                .expect("fresh row");
+            if unspaced(body) {
+                fresh
+                    .execute(
+                        "INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)",
+                        (id, body),
+                    )
+                    .expect("fresh trigram row");
+            }
+        }
+        fresh
+            .execute("ATTACH DATABASE ?1 AS shard", [path.to_string_lossy()])
+            .expect("attach shard");
+        for table in ["fts", "fts_trigram"] {
+            let words = |schema: &str| -> Vec<(String, i64, i64)> {
+                fresh
+                    .execute_batch(&format!(
+                        "DROP TABLE IF EXISTS temp.words;
+                         CREATE VIRTUAL TABLE temp.words USING fts5vocab({schema}, {table}, instance);"
+                    ))
+                    .expect("vocab table");
+                fresh
+                    .prepare("SELECT term, doc, offset FROM temp.words ORDER BY 1, 2, 3")
+                    .and_then(|mut stmt| {
+                        stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                            .collect()
+                    })
+                    .expect("shard words")
+            };
+            let want = words("main");
+            let have = words("shard");
+            assert!(
+                want == have,
+                "shard {} {table}: its words differ from its rows' text ({} vs {} occurrences)",
+                path.display(),
+                have.len(),
+                want.len()
+            );
+        }
+    }
+}
+
 /// FTS5's own integrity check on both indexes of every shard; each shard's
 /// word index holds exactly the chunk ids `id % shards == k`, and its
-/// trigram index only some of those.
+/// trigram index only some of those; and its words are its rows' words.
 pub fn fts_integrity(db: &Path) {
     let conn = rusqlite::Connection::open(db).expect("open db");
     let chunk_ids: Vec<i64> = conn
@@ -340,4 +439,11 @@ pub fn fts_integrity(db: &Path) {
             path.display()
         );
     }
+    shard_words_match(db, &shards);
+    // `message_fts` (external content) against the text of its view.
+    conn.execute(
+        "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)",
+        [],
+    )
+    .expect("message_fts matches v_message_text");
 }

@@ -1,0 +1,94 @@
+//! `piidx datasette`: Datasette on the index, with text search, dates and
+//! canned queries: writes the metadata file (`query::datasette`) next to
+//! the database and runs `datasette serve` in this process's place (or,
+//! with `--print`, prints that one-line command instead).
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow};
+
+use super::Global;
+use piidx::query::datasette;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Where to write Datasette's metadata file [default: <db>.datasette.json]
+    #[arg(long, value_name = "FILE")]
+    pub metadata: Option<PathBuf>,
+    /// Write the metadata file and print the `datasette` command instead of running it
+    #[arg(long)]
+    pub print: bool,
+    /// The address to listen on
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port to listen on
+    #[arg(long, default_value_t = 8001)]
+    pub port: u16,
+    /// More `datasette serve` options, after `--` (e.g. `-- --open`)
+    #[arg(last = true, value_name = "DATASETTE_ARGS")]
+    pub extra: Vec<String>,
+}
+
+pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
+    // The index must be there and current (its views are what Datasette shows).
+    drop(global.index()?);
+    let db = &global.db;
+    let metadata_path = args.metadata.clone().unwrap_or_else(|| {
+        let mut name = db.as_os_str().to_owned();
+        name.push(".datasette.json");
+        PathBuf::from(name)
+    });
+    let database = db
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "piidx".into());
+    let text = serde_json::to_string_pretty(&datasette::metadata(&database))?;
+    std::fs::write(&metadata_path, text + "\n")
+        .with_context(|| format!("cannot write {}", metadata_path.display()))?;
+    let mut command = vec![
+        "datasette".to_owned(),
+        "serve".to_owned(),
+        db.to_string_lossy().into_owned(),
+        "--metadata".to_owned(),
+        metadata_path.to_string_lossy().into_owned(),
+        "--host".to_owned(),
+        args.host.clone(),
+        "--port".to_owned(),
+        args.port.to_string(),
+        // Search and transcripts of a large index take more than the
+        // default second.
+        "--setting".to_owned(),
+        "sql_time_limit_ms".to_owned(),
+        "10000".to_owned(),
+    ];
+    command.extend(args.extra.iter().cloned());
+    if args.print {
+        let quoted: Vec<String> = command.iter().map(|word| shell_quote(word)).collect();
+        println!("{}", quoted.join(" "));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let err = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .exec();
+    if err.kind() == std::io::ErrorKind::NotFound {
+        return Err(anyhow!(
+            "datasette is not installed; install it (`pipx install datasette` or `pip install datasette`), or run `piidx datasette --print` for the command"
+        ));
+    }
+    Err(err).context("cannot run datasette")
+}
+
+/// A word as a POSIX shell reads it back.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
