@@ -41,6 +41,8 @@ pub enum Color {
 pub enum Command {
     /// Index new and changed session files (only new bytes are read)
     Sync(cmd::sync::Args),
+    /// Sync, then again whenever session files change (file-system notifications), until stopped
+    Watch(cmd::watch::Args),
     /// Full-text search over all sessions (words AND-ed; "phrases", prefix*, OR/NOT, parentheses)
     Search(cmd::search::Args),
     /// List sessions newest first, as Pi's /resume does (Pi's SessionInfo)

@@ -28,6 +28,7 @@ pub mod secrets;
 pub mod store;
 pub mod sync;
 pub mod time;
+pub mod watch;
 
 /// An error and its causes on one line (`a: b: c`), for reports that keep
 /// errors as text. Every `Display` in piidx leaves its source out, so each

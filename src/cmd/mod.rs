@@ -23,6 +23,7 @@ pub mod sync;
 pub mod tools;
 pub mod tree;
 pub mod usage;
+pub mod watch;
 
 use std::io::{BufWriter, StdoutLock};
 use std::path::PathBuf;
@@ -79,6 +80,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     };
     match cli.command {
         Command::Sync(args) => sync::run(args, &global),
+        Command::Watch(args) => watch::run(args, &global),
         Command::Search(args) => search::run(args, &global),
         Command::Sessions(args) => sessions::run(args, &global),
         Command::Show(args) => show::run(args, &global),

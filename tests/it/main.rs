@@ -55,3 +55,6 @@ mod torture;
 
 // `resume` and `pick` (through tmux): back into Pi, terminal restored.
 mod pick;
+
+// `watch`: notifications to a current index, equal to a fresh sync.
+mod watch;

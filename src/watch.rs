@@ -1,0 +1,169 @@
+//! `piidx watch`: the index kept current as Pi writes, by file-system
+//! notifications (the `notify` crate: inotify, FSEvents, kqueue).
+//!
+//! Every change is answered by one ordinary incremental sync, after the
+//! notifications have been quiet for a moment (`debounce`) or a change has
+//! waited `max_delay`: a sync reads only new bytes and does not open an
+//! unchanged file, so syncing everything is as cheap as syncing the files
+//! named, and it cannot miss what a notification did not say (a queue
+//! overflow, a rename, a directory made before its watch). Between changes
+//! the thread sleeps in the notification channel: no CPU.
+//!
+//! A root that does not exist yet is watched through its nearest existing
+//! ancestor and armed when it appears. The sync lock is taken per sync, as
+//! `piidx sync` takes it, so a cron or manual sync still runs beside the
+//! watcher; when one holds the lock, the watcher tries again shortly.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+
+use crate::sync::{SyncError, SyncOptions, SyncReport};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error(
+        "cannot watch {path} for changes; check its permissions, or the inotify limits (fs.inotify.max_user_watches)"
+    )]
+    Watch {
+        path: PathBuf,
+        source: notify::Error,
+    },
+    #[error("cannot start watching for file changes")]
+    Start(#[source] notify::Error),
+}
+
+/// How the watcher syncs.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    pub sync: SyncOptions,
+    /// Quiet time after a notification before the sync starts.
+    pub debounce: Duration,
+    /// The longest a change waits for its sync while notifications go on.
+    pub max_delay: Duration,
+}
+
+/// What the caller hears after each sync; it returns false to stop.
+pub type OnSync<'a> = dyn FnMut(Result<&SyncReport, &SyncError>) -> bool + 'a;
+
+/// After a sync another process held the lock for, the next try.
+const BUSY_RETRY: Duration = Duration::from_millis(500);
+
+/// Syncs once, then after every change, until `on_sync` returns false.
+pub fn watch(options: &WatchOptions, on_sync: &mut OnSync<'_>) -> Result<(), WatchError> {
+    let (events, changes) = channel();
+    let mut watcher = notify::recommended_watcher(events).map_err(WatchError::Start)?;
+    let mut armed: Vec<Armed> = Vec::new();
+    arm(&mut watcher, &options.sync, &mut armed)?;
+    loop {
+        let result = crate::sync::run(&options.sync);
+        let busy = matches!(result, Err(SyncError::Busy { .. }));
+        if !busy && !on_sync(result.as_ref()) {
+            return Ok(());
+        }
+        // A root may have appeared, or gone, while it synced.
+        arm(&mut watcher, &options.sync, &mut armed)?;
+        if busy {
+            std::thread::sleep(BUSY_RETRY);
+            continue;
+        }
+        if !wait_for_change(&changes, options) {
+            return Ok(());
+        }
+    }
+}
+
+/// How one root is watched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Armed {
+    /// The root itself, and everything below it.
+    Root(PathBuf),
+    /// Its nearest existing ancestor, for the root to appear in.
+    Ancestor(PathBuf),
+}
+
+/// Watches every root (or, for a missing one, its nearest ancestor),
+/// changing only what changed since the last call.
+fn arm(
+    watcher: &mut RecommendedWatcher,
+    options: &SyncOptions,
+    armed: &mut Vec<Armed>,
+) -> Result<(), WatchError> {
+    let wanted: Vec<Armed> = options.roots.iter().map(|root| plan(&root.path)).collect();
+    for old in armed.iter().filter(|old| !wanted.contains(old)) {
+        let _ = watcher.unwatch(path_of(old));
+    }
+    for new in wanted.iter().filter(|new| !armed.contains(new)) {
+        let (path, mode) = match new {
+            Armed::Root(path) => (path, RecursiveMode::Recursive),
+            Armed::Ancestor(path) => (path, RecursiveMode::NonRecursive),
+        };
+        watcher
+            .watch(path, mode)
+            .map_err(|source| WatchError::Watch {
+                path: path.clone(),
+                source,
+            })?;
+    }
+    *armed = wanted;
+    Ok(())
+}
+
+fn plan(root: &Path) -> Armed {
+    if root.is_dir() {
+        return Armed::Root(root.to_owned());
+    }
+    let mut ancestor = root.parent();
+    while let Some(dir) = ancestor {
+        if dir.is_dir() {
+            return Armed::Ancestor(dir.to_owned());
+        }
+        ancestor = dir.parent();
+    }
+    Armed::Ancestor(PathBuf::from("/"))
+}
+
+fn path_of(armed: &Armed) -> &Path {
+    match armed {
+        Armed::Root(path) | Armed::Ancestor(path) => path,
+    }
+}
+
+/// Blocks until something changed, then until the notifications have been
+/// quiet for `debounce` (at most `max_delay`). Every change counts, errors
+/// and overflows too (the sync looks at everything anyway); a file opened
+/// or read does not (the sync's own reads would wake it again). False when
+/// the watcher is gone.
+fn wait_for_change(
+    changes: &Receiver<notify::Result<notify::Event>>,
+    options: &WatchOptions,
+) -> bool {
+    loop {
+        match changes.recv() {
+            Ok(event) if is_change(&event) => break,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    let first = Instant::now();
+    loop {
+        let left = options.max_delay.saturating_sub(first.elapsed());
+        if left.is_zero() {
+            return true;
+        }
+        match changes.recv_timeout(options.debounce.min(left)) {
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => return true,
+            Err(RecvTimeoutError::Disconnected) => return false,
+        }
+    }
+}
+
+fn is_change(event: &notify::Result<notify::Event>) -> bool {
+    match event {
+        Ok(event) => !matches!(event.kind, notify::EventKind::Access(_)),
+        Err(_) => true,
+    }
+}
