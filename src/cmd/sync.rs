@@ -48,19 +48,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let explicit_roots = !args.root.is_empty();
-    let roots = if explicit_roots {
-        args.root
-            .iter()
-            .map(|root| roots::user_root(root))
-            .collect()
-    } else {
-        roots::for_sync(&global.db, std::env::current_dir().ok())
-    };
-    if roots.is_empty() {
-        return Err(anyhow!(
-            "cannot find where Pi keeps sessions (no ~/.pi/agent/sessions, no sessionDir setting, no PI_CODING_AGENT_SESSION_DIR, no root synced before); pass --root DIR"
-        ));
-    }
+    let roots = roots_to_sync(&args.root, global)?;
     let options = SyncOptions {
         roots,
         explicit_roots,
@@ -101,6 +89,22 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The roots named by `--root`, else every root synced before and wherever
+/// Pi keeps sessions (`sync` and `watch`).
+pub fn roots_to_sync(named: &[PathBuf], global: &Global) -> Result<Vec<roots::Root>> {
+    let roots = if named.is_empty() {
+        roots::for_sync(&global.db, std::env::current_dir().ok())
+    } else {
+        named.iter().map(|root| roots::user_root(root)).collect()
+    };
+    if roots.is_empty() {
+        return Err(anyhow!(
+            "cannot find where Pi keeps sessions (no ~/.pi/agent/sessions, no sessionDir setting, no PI_CODING_AGENT_SESSION_DIR, no root synced before); pass --root DIR"
+        ));
+    }
+    Ok(roots)
 }
 
 /// `--wait` seconds as a duration (negative or absurd values: no wait).

@@ -9,7 +9,6 @@ use anyhow::{Result, anyhow};
 
 use super::Global;
 use piidx::render::misc;
-use piidx::roots;
 use piidx::sync::SyncOptions;
 use piidx::watch::{self, WatchOptions};
 
@@ -30,19 +29,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
-    let roots = if !args.root.is_empty() {
-        args.root
-            .iter()
-            .map(|root| roots::user_root(root))
-            .collect()
-    } else {
-        roots::for_sync(&global.db, std::env::current_dir().ok())
-    };
-    if roots.is_empty() {
-        return Err(anyhow!(
-            "cannot find where Pi keeps sessions (no ~/.pi/agent/sessions, no sessionDir setting, no PI_CODING_AGENT_SESSION_DIR, no root synced before); pass --root DIR"
-        ));
-    }
+    let roots = super::sync::roots_to_sync(&args.root, global)?;
     for root in roots.iter().filter(|root| !root.path.exists()) {
         misc::note(
             &format!(
