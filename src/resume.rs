@@ -18,6 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::query::export::{self, ExportError};
+use crate::query::sessions;
 use crate::query::tree::SessionRef;
 use crate::roots;
 use crate::store::Index;
@@ -98,7 +99,7 @@ pub fn prepare(
     mode: Mode,
     current_dir: &Path,
 ) -> Result<Plan, ResumeError> {
-    let header_cwd = header_cwd(index, session.file_id)?;
+    let header_cwd = sessions::header_cwd(index, session.file_id)?;
     let cwd_exists = header_cwd
         .as_deref()
         .is_some_and(|cwd| !cwd.is_empty() && Path::new(cwd).is_dir());
@@ -127,16 +128,6 @@ pub fn prepare(
         rebuilt: true,
         missing_cwd,
     })
-}
-
-fn header_cwd(index: &Index, file_id: i64) -> rusqlite::Result<Option<String>> {
-    index.connection().query_row(
-        "SELECT CASE WHEN json_type(header_raw, '$.cwd') = 'text'
-                     THEN json_extract(header_raw, '$.cwd') END
-           FROM sessions WHERE file_id = ?1",
-        [file_id],
-        |row| row.get(0),
-    )
 }
 
 /// Where a gone file is written back: its own path when its directory is

@@ -40,6 +40,18 @@ pub struct SessionInfo {
     pub listed_by_pi: bool,
 }
 
+/// The header's `cwd` as Pi reads it (a string, else none), of the session
+/// file `file_id`.
+pub fn header_cwd(store: &Index, file_id: i64) -> rusqlite::Result<Option<String>> {
+    store.connection().query_row(
+        "SELECT CASE WHEN json_type(header_raw, '$.cwd') = 'text'
+                     THEN json_extract(header_raw, '$.cwd') END
+           FROM sessions WHERE file_id = ?1",
+        [file_id],
+        |row| row.get(0),
+    )
+}
+
 /// Sessions newest first (by `modified`) in the order of Pi 1.5.2's
 /// `SessionManager.listAll()`: ties keep the order Pi read the files in, by
 /// mtime (newest first; not in a flat session directory, which Pi reads by
