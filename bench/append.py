@@ -32,35 +32,39 @@ def last_line_start(f, size):
     return 0
 
 
-def main():
-    tag = sys.argv[1]
+def append(path, tag, text=None):
+    """Append one user message (by default the benchmark sentence naming TAG) to PATH."""
     now_ms = int(time.time() * 1000)
     iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now_ms / 1000)) + ".%03dZ" % (now_ms % 1000)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(last_line_start(f, size))
+        head = f.read(256)
+    m = ID_RE.match(head)
+    parent = None
+    if m and m.group(1) != b"session" and m.group(2):
+        parent = m.group(2).decode()
+    new_id = hashlib.sha1(f"{tag}\0{path}\0{size}".encode()).hexdigest()[:8]
+    if new_id == parent:
+        new_id = new_id[::-1]
+    entry = {
+        "type": "message",
+        "id": new_id,
+        "parentId": parent,
+        "timestamp": iso,
+        "message": {
+            "role": "user",
+            "content": [{"type": "text", "text": text or f"benchmark append {tag}: please rerun the failing test"}],
+            "timestamp": now_ms,
+        },
+    }
+    with open(path, "ab") as f:
+        f.write(json.dumps(entry, separators=(",", ":")).encode() + b"\n")
+
+
+def main():
     for path in sys.argv[2:]:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            f.seek(last_line_start(f, size))
-            head = f.read(256)
-        m = ID_RE.match(head)
-        parent = None
-        if m and m.group(1) != b"session" and m.group(2):
-            parent = m.group(2).decode()
-        new_id = hashlib.sha1(f"{tag}\0{path}\0{size}".encode()).hexdigest()[:8]
-        if new_id == parent:
-            new_id = new_id[::-1]
-        entry = {
-            "type": "message",
-            "id": new_id,
-            "parentId": parent,
-            "timestamp": iso,
-            "message": {
-                "role": "user",
-                "content": [{"type": "text", "text": f"benchmark append {tag}: please rerun the failing test"}],
-                "timestamp": now_ms,
-            },
-        }
-        with open(path, "ab") as f:
-            f.write(json.dumps(entry, separators=(",", ":")).encode() + b"\n")
+        append(path, sys.argv[1])
 
 
 if __name__ == "__main__":
