@@ -69,6 +69,8 @@ pub enum Command {
     Redact(cmd::redact::RedactArgs),
     /// Run one read-only SQL statement against the index
     Sql(cmd::sql::Args),
+    /// Send what changed since the last push to a team store in PostgreSQL (docs/postgres.md)
+    Push(cmd::push::Args),
     /// Browse and search the index in Datasette (text search, dates, canned queries)
     Datasette(cmd::datasette::Args),
     /// Check the index (SQLite, FTS, schema, rows vs. files) and with --fix repair it

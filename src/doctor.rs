@@ -609,6 +609,7 @@ fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<Root>, redact: bo
         max_line_bytes: options.max_line_bytes,
         fts_shards: None,
         redact,
+        machine: None,
     }
 }
 
