@@ -108,6 +108,17 @@ pub struct ScopeArgs {
     pub tz: Option<String>,
 }
 
+/// Asking the team store in PostgreSQL instead of the index (`piidx push`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct PgArgs {
+    /// Answer from the team store at this postgres:// URL (what `piidx push` sent there) instead of the index
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+    /// With --pg: only sessions of this machine (its label: `piidx sync --machine`, else its host name)
+    #[arg(long, value_name = "NAME", requires = "pg")]
+    pub machine: Option<String>,
+}
+
 /// How a listing command prints.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ListArgs {

@@ -32,7 +32,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 
-use crate::cli::{Cli, Color, Command, ListArgs, ScopeArgs};
+use crate::cli::{Cli, Color, Command, ListArgs, PgArgs, ScopeArgs};
 use piidx::config;
 use piidx::query::scope::{Scope, ScopeText, now_ms};
 use piidx::render::{ColorChoice, Format, Term};
@@ -133,6 +133,25 @@ impl ListArgs {
 /// line. Callers flush, so a failed write is seen.
 pub fn stdout() -> BufWriter<StdoutLock<'static>> {
     BufWriter::new(std::io::stdout().lock())
+}
+
+/// The team store `--pg` names, connected; `None` without `--pg`.
+#[cfg(feature = "postgres")]
+pub fn team_store(args: &PgArgs) -> Result<Option<piidx::query::pg::Pg>> {
+    Ok(args
+        .pg
+        .as_deref()
+        .map(piidx::query::pg::Pg::connect)
+        .transpose()?)
+}
+
+/// Without PostgreSQL support, `--pg` is an error.
+#[cfg(not(feature = "postgres"))]
+pub fn refuse_pg(args: &PgArgs) -> Result<()> {
+    match args.pg {
+        Some(_) => Err(no_postgres()),
+        None => Ok(()),
+    }
 }
 
 /// The error of a `--pg` option or `push` in a build without PostgreSQL.

@@ -73,6 +73,15 @@ impl Pg {
         }
     }
 
+    /// `err` that does not borrow the connection.
+    pub(crate) fn err_owned(&self) -> impl Fn(postgres::Error) -> PgError + use<> {
+        let url = self.url.clone();
+        move |source| PgError::Postgres {
+            url: url.clone(),
+            source,
+        }
+    }
+
     /// Brings the schema to `PG_SCHEMA_VERSION` (one transaction, under an
     /// advisory lock so that pushers starting together migrate once).
     pub fn migrate(&mut self) -> Result<(), PgError> {
