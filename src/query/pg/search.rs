@@ -38,27 +38,15 @@ fn lexeme(word: &str, prefix: bool) -> String {
     }
 }
 
-/// The words of a text as the tokenizer sees them (letters and digits).
-fn words(text: &str) -> Vec<&str> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-/// One operand: several words in a row are a phrase (`<->`).
+/// One operand: the text quoted whole, so that PostgreSQL's parser splits
+/// it as it split the indexed text (`Cargo.toml` stays one token, a
+/// phrase's words are joined with `<->`); `None` when it has no letter or
+/// digit.
 fn operand(text: &str, prefix: bool) -> Option<String> {
-    let words = words(text);
-    let last = words.len().checked_sub(1)?;
-    let parts: Vec<String> = words
-        .iter()
-        .enumerate()
-        .map(|(i, w)| lexeme(w, prefix && i == last))
-        .collect();
-    Some(if parts.len() == 1 {
-        parts.into_iter().next().unwrap_or_default()
-    } else {
-        format!("({})", parts.join(" <-> "))
-    })
+    let text = text.trim_matches(|c: char| !c.is_alphanumeric());
+    text.chars()
+        .any(char::is_alphanumeric)
+        .then(|| lexeme(text, prefix))
 }
 
 /// piidx's query language as a `tsquery` text; `None` when it has no word.
@@ -308,14 +296,14 @@ mod tests {
         assert_eq!(to_tsquery("pars* OR lexer").as_deref(), Some("'pars':* | 'lexer'"));
         assert_eq!(
             to_tsquery("\"exact phrase\" NOT x").as_deref(),
-            Some("('exact' <-> 'phrase') & !'x'")
+            Some("'exact phrase' & !'x'")
         );
         assert_eq!(
             to_tsquery("SessionManager.listAll").as_deref(),
-            Some("('SessionManager' <-> 'listAll')")
+            Some("'SessionManager.listAll'")
         );
         assert_eq!(to_tsquery("(a OR b) c").as_deref(), Some("('a' | 'b') & 'c'"));
-        assert_eq!(to_tsquery("it's").as_deref(), Some("('it' <-> 's')"));
+        assert_eq!(to_tsquery("it's").as_deref(), Some("'it''s'"));
         assert_eq!(to_tsquery("-- ()"), None);
     }
 }
