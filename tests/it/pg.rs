@@ -341,6 +341,39 @@ fn two_machines_push_what_their_indexes_answer() {
         Some(index_counts(&beta, &laptop_root)["sessions"] as usize)
     );
 
+    // Tools: alpha's statistics are its index's.
+    assert_eq!(
+        json(&alpha, &["tools", "--json", "--pg", &url, "--machine", "alpha"]),
+        json(&alpha, &["tools", "--json"])
+    );
+    // Subagent runs: beta's index holds beta's and the laptop's; the store
+    // has no artifact files, so `artifacts_missing` is left out.
+    let runs = |value: Value| -> Vec<String> {
+        let mut runs: Vec<String> = value
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|run| {
+                let mut run = run.clone();
+                run["artifacts_missing"] = Value::Null;
+                run.to_string()
+            })
+            .collect();
+        runs.sort();
+        runs
+    };
+    let mut pg_runs = runs(json(
+        &beta,
+        &["subagents", "--json", "--pg", &url, "--machine", "laptop"],
+    ));
+    assert!(!pg_runs.is_empty());
+    pg_runs.extend(runs(json(
+        &beta,
+        &["subagents", "--json", "--pg", &url, "--machine", "beta"],
+    )));
+    pg_runs.sort();
+    assert_eq!(pg_runs, runs(json(&beta, &["subagents", "--json"])));
+
     // Search: the known words are found in the sessions the index finds
     // them in (user and assistant messages, which the store holds).
     for word in ["crate", "Cargo.toml", "parse_line_offset", "桜餅テスト"] {

@@ -7,6 +7,8 @@
 pub mod search;
 pub mod sessions;
 pub mod sql;
+pub mod subagents;
+pub mod tools;
 pub mod usage;
 
 use postgres::types::ToSql;
