@@ -157,7 +157,9 @@ pub fn refuse_pg(args: &PgArgs) -> Result<()> {
 /// The error of a `--pg` option or `push` in a build without PostgreSQL.
 #[cfg(not(feature = "postgres"))]
 pub fn no_postgres() -> anyhow::Error {
-    anyhow!("this piidx was built without PostgreSQL support (cargo feature `postgres`); rebuild with default features")
+    anyhow!(
+        "this piidx was built without PostgreSQL support (cargo feature `postgres`); rebuild with default features"
+    )
 }
 
 pub fn exit_code(err: &anyhow::Error) -> u8 {

@@ -1,9 +1,8 @@
 //! `piidx push`: send the index's changes to a team store in PostgreSQL.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Global;
 
@@ -25,7 +24,9 @@ pub struct Args {
 
 #[cfg(feature = "postgres")]
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
+    use anyhow::Context;
     use piidx::store::Writer;
+    use std::io::Write;
     use piidx::store::pg::{Pg, push};
 
     // The sync lock: the index does not change under the push.

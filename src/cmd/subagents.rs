@@ -40,12 +40,15 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
     let runs = match store {
         #[cfg(feature = "postgres")]
-        Some(mut pg) => piidx::query::pg::subagents::run(&mut pg, &query, args.pg.machine.as_deref())?,
+        Some(mut pg) => {
+            piidx::query::pg::subagents::run(&mut pg, &query, args.pg.machine.as_deref())?
+        }
         #[cfg(not(feature = "postgres"))]
         Some(never) => match never {},
         None => {
             let index = global.index()?;
-            subagents::run(&index, &query).with_context(|| format!("listing subagent runs in {}", global.db.display()))?
+            subagents::run(&index, &query)
+                .with_context(|| format!("listing subagent runs in {}", global.db.display()))?
         }
     };
     let mut out = super::stdout();

@@ -54,7 +54,8 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         Some(never) => match never {},
         None => {
             let index = global.index()?;
-            tools::run(&index, &query).with_context(|| format!("tools query failed on {}", global.db.display()))?
+            tools::run(&index, &query)
+                .with_context(|| format!("tools query failed on {}", global.db.display()))?
         }
     };
     let mut out = super::stdout();

@@ -73,7 +73,9 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
     let report = match store {
         #[cfg(feature = "postgres")]
-        Some(mut pg) => piidx::query::pg::usage::run(&mut pg, &options, args.pg.machine.as_deref())?,
+        Some(mut pg) => {
+            piidx::query::pg::usage::run(&mut pg, &options, args.pg.machine.as_deref())?
+        }
         #[cfg(not(feature = "postgres"))]
         Some(never) => match never {},
         None => {

@@ -399,7 +399,11 @@ const SUBAGENT_PROBE: &str =
 /// When the tool result carries `usage` (the runs' spend, which Pi counts
 /// in its totals), the runs add no tokens or cost here: the main columns
 /// hold them already.
-fn add_subagents(conn: &Connection, options: &UsageOptions, fold: &mut Fold<'_>) -> rusqlite::Result<()> {
+fn add_subagents(
+    conn: &Connection,
+    options: &UsageOptions,
+    fold: &mut Fold<'_>,
+) -> rusqlite::Result<()> {
     let key_sql = key_sql(options.by, "r");
     let mut filters = vec!["r.copy_no = 1".to_owned()];
     let columns = Columns {

@@ -123,7 +123,15 @@ fn cluster() -> &'static Cluster {
             as_owner(&pg_bin("initdb"))
                 .arg("-D")
                 .arg(&data)
-                .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8"])
+                .args([
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "-E",
+                    "UTF8",
+                    "--locale=C.UTF-8",
+                ])
                 .output()
                 .expect("run initdb"),
             "initdb",
@@ -156,7 +164,10 @@ fn cluster() -> &'static Cluster {
 fn new_database() -> String {
     let cluster = cluster();
     let name = format!("t{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
-    let admin = format!("host={} user=postgres dbname=postgres", cluster.dir.display());
+    let admin = format!(
+        "host={} user=postgres dbname=postgres",
+        cluster.dir.display()
+    );
     let mut client = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
     client
         .batch_execute(&format!("CREATE DATABASE {name}"))
@@ -274,7 +285,10 @@ fn two_machines_push_what_their_indexes_answer() {
     push(&alpha, &url);
     push(&beta, &url);
 
-    assert_eq!(store_counts(&url, "alpha"), index_counts(&alpha, &alpha_root));
+    assert_eq!(
+        store_counts(&url, "alpha"),
+        index_counts(&alpha, &alpha_root)
+    );
     assert_eq!(store_counts(&url, "beta"), index_counts(&beta, &beta_root));
     assert_eq!(
         store_counts(&url, "laptop"),
@@ -287,7 +301,16 @@ fn two_machines_push_what_their_indexes_answer() {
     let beta_usage = json(&beta, &["usage", "--by", "model", "--json"]);
     let pg_alpha = json(
         &alpha,
-        &["usage", "--by", "model", "--json", "--pg", &url, "--machine", "alpha"],
+        &[
+            "usage",
+            "--by",
+            "model",
+            "--json",
+            "--pg",
+            &url,
+            "--machine",
+            "alpha",
+        ],
     );
     // Sums of dollars in another order may differ in the last digit.
     let without_cost = |rows: &Value| -> (Value, Vec<f64>) {
@@ -316,7 +339,13 @@ fn two_machines_push_what_their_indexes_answer() {
             .map(|row| row[field].as_i64().unwrap_or(0))
             .sum()
     };
-    for field in ["records", "input_tokens", "output_tokens", "total_tokens", "subagent_runs"] {
+    for field in [
+        "records",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "subagent_runs",
+    ] {
         assert_eq!(
             total(&pg_all, field),
             total(&alpha_usage, field) + total(&beta_usage, field),
@@ -329,12 +358,28 @@ fn two_machines_push_what_their_indexes_answer() {
     let sessions = json(&alpha, &["sessions", "--all", "--json"]);
     let pg_sessions = json(
         &alpha,
-        &["sessions", "--all", "--json", "--pg", &url, "--machine", "alpha"],
+        &[
+            "sessions",
+            "--all",
+            "--json",
+            "--pg",
+            &url,
+            "--machine",
+            "alpha",
+        ],
     );
     assert_eq!(pg_sessions, sessions);
     let laptop_sessions = json(
         &beta,
-        &["sessions", "--all", "--json", "--pg", &url, "--machine", "laptop"],
+        &[
+            "sessions",
+            "--all",
+            "--json",
+            "--pg",
+            &url,
+            "--machine",
+            "laptop",
+        ],
     );
     assert_eq!(
         laptop_sessions.as_array().map(Vec::len),
@@ -343,7 +388,10 @@ fn two_machines_push_what_their_indexes_answer() {
 
     // Tools: alpha's statistics are its index's.
     assert_eq!(
-        json(&alpha, &["tools", "--json", "--pg", &url, "--machine", "alpha"]),
+        json(
+            &alpha,
+            &["tools", "--json", "--pg", &url, "--machine", "alpha"]
+        ),
         json(&alpha, &["tools", "--json"])
     );
     // Subagent runs: beta's index holds beta's and the laptop's; the store
@@ -386,11 +434,31 @@ fn two_machines_push_what_their_indexes_answer() {
         };
         let local = json(
             &alpha,
-            &["search", word, "--role", "user", "--role", "assistant", "--json", "-n", "500"],
+            &[
+                "search",
+                word,
+                "--role",
+                "user",
+                "--role",
+                "assistant",
+                "--json",
+                "-n",
+                "500",
+            ],
         );
         let remote = json(
             &alpha,
-            &["search", word, "--json", "-n", "500", "--pg", &url, "--machine", "alpha"],
+            &[
+                "search",
+                word,
+                "--json",
+                "-n",
+                "500",
+                "--pg",
+                &url,
+                "--machine",
+                "alpha",
+            ],
         );
         assert!(!session_ids(&local).is_empty(), "{word} is in the fixtures");
         assert_eq!(session_ids(&remote), session_ids(&local), "{word}");

@@ -196,8 +196,8 @@ pub fn search(
     } else {
         to_tsquery(&options.query).ok_or_else(|| PgSearchError::Empty(options.query.clone()))?
     };
-    let known_types = options.entry_types.is_empty()
-        || options.entry_types.iter().any(|t| t == "message");
+    let known_types =
+        options.entry_types.is_empty() || options.entry_types.iter().any(|t| t == "message");
     let roles: Vec<String> = options
         .roles
         .iter()
@@ -293,7 +293,10 @@ mod tests {
     #[test]
     fn the_query_language_becomes_a_tsquery() {
         assert_eq!(to_tsquery("foo bar").as_deref(), Some("'foo' & 'bar'"));
-        assert_eq!(to_tsquery("pars* OR lexer").as_deref(), Some("'pars':* | 'lexer'"));
+        assert_eq!(
+            to_tsquery("pars* OR lexer").as_deref(),
+            Some("'pars':* | 'lexer'")
+        );
         assert_eq!(
             to_tsquery("\"exact phrase\" NOT x").as_deref(),
             Some("'exact phrase' & !'x'")
@@ -302,7 +305,10 @@ mod tests {
             to_tsquery("SessionManager.listAll").as_deref(),
             Some("'SessionManager.listAll'")
         );
-        assert_eq!(to_tsquery("(a OR b) c").as_deref(), Some("('a' | 'b') & 'c'"));
+        assert_eq!(
+            to_tsquery("(a OR b) c").as_deref(),
+            Some("('a' | 'b') & 'c'")
+        );
         assert_eq!(to_tsquery("it's").as_deref(), Some("'it''s'"));
         assert_eq!(to_tsquery("-- ()"), None);
     }

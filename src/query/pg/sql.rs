@@ -16,7 +16,12 @@ pub enum PgSqlError {
 /// Runs `sql` read-only: the transaction is `READ ONLY`, so a statement
 /// that writes fails, whatever the role may do; `timeout_ms` (0: none) is
 /// its `statement_timeout`.
-pub fn run(pg: &mut Pg, sql: &str, timeout_ms: u64, sink: &mut dyn RowSink) -> Result<(), PgSqlError> {
+pub fn run(
+    pg: &mut Pg,
+    sql: &str,
+    timeout_ms: u64,
+    sink: &mut dyn RowSink,
+) -> Result<(), PgSqlError> {
     let err = pg.err_owned();
     let mut tx = pg
         .client

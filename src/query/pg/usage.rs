@@ -20,14 +20,15 @@ fn key_sql(by: GroupBy, a: &str) -> String {
     }
 }
 
-fn filters(
-    options: &UsageOptions,
-    machine: Option<&str>,
-    a: &str,
-    params: &mut Params,
-) -> String {
-    let names = ["cwd", "project_dir", "session_id", "file_path", "timestamp_ms"]
-        .map(|column| format!("{a}.{column}"));
+fn filters(options: &UsageOptions, machine: Option<&str>, a: &str, params: &mut Params) -> String {
+    let names = [
+        "cwd",
+        "project_dir",
+        "session_id",
+        "file_path",
+        "timestamp_ms",
+    ]
+    .map(|column| format!("{a}.{column}"));
     let columns = Columns {
         cwd: &names[0],
         project_dir: &names[1],

@@ -25,14 +25,20 @@ pub(crate) const PUSH_LOCK: i32 = 0x7069_6978;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    #[error("cannot connect to the team store {url} (check the URL, that the server runs and that the role may log in)")]
+    #[error(
+        "cannot connect to the team store {url} (check the URL, that the server runs and that the role may log in)"
+    )]
     Connect {
         url: String,
         source: postgres::Error,
     },
-    #[error("the team store {url} has schema {found} but this piidx knows up to {known}; upgrade piidx")]
+    #[error(
+        "the team store {url} has schema {found} but this piidx knows up to {known}; upgrade piidx"
+    )]
     TooNew { url: String, found: i32, known: i32 },
-    #[error("the team store {url} has schema {found} but this piidx needs {known}; run `piidx push` to upgrade it")]
+    #[error(
+        "the team store {url} has schema {found} but this piidx needs {known}; run `piidx push` to upgrade it"
+    )]
     TooOld { url: String, found: i32, known: i32 },
     #[error("the team store {url}")]
     Postgres {
@@ -40,10 +46,7 @@ pub enum PgError {
         source: postgres::Error,
     },
     #[error("sending rows to the team store {url}")]
-    Copy {
-        url: String,
-        source: std::io::Error,
-    },
+    Copy { url: String, source: std::io::Error },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
