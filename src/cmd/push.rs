@@ -26,8 +26,8 @@ pub struct Args {
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     use anyhow::Context;
     use piidx::store::Writer;
-    use std::io::Write;
     use piidx::store::pg::{Pg, push};
+    use std::io::Write;
 
     // The sync lock: the index does not change under the push.
     let _lock = piidx::sync::acquire_lock(&global.db, super::sync::wait(args.wait))?;
