@@ -11,12 +11,16 @@ CREATE TABLE machines(
   last_push  timestamptz
 );
 
--- The push cursor: what the store holds of each file, by signature. It
--- is written in the transaction that writes the file's rows.
+-- The push cursor: what the store holds of each file, by signature, and
+-- up to which entry. It is written in the transaction that writes the
+-- file's rows.
 CREATE TABLE push_files(
   src     integer NOT NULL REFERENCES machines,
   file_id bigint NOT NULL,
   sig     text NOT NULL,
+  base    text NOT NULL,                -- what stays while the file only grows
+  max_rowid bigint NOT NULL,            -- the highest entry_rowid sent
+  entries bigint NOT NULL,              -- the file's entries then
   pushed_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (src, file_id)
 );
@@ -26,7 +30,7 @@ CREATE TABLE files(
   machine text NOT NULL,                -- the label of the machine the file comes from
   path text NOT NULL, root text, rel_path text, depth bigint, layout text,
   size bigint, mtime_ns bigint, byte_offset bigint, line_count bigint,
-  parser_version bigint, indexed_at text,
+  parser_version bigint,
   PRIMARY KEY (src, file_id)
 );
 

@@ -24,6 +24,15 @@ pub struct PushFile {
     pub bytes: i64,
     /// xxh3-64 of everything that decides the file's rows in the store, hex.
     pub sig: String,
+    /// xxh3-64 of what stays while the file only grows (path, head hash,
+    /// parser version, machine label, layout): with it unchanged and the
+    /// entries sent before still there, only newer entries need sending.
+    pub base: String,
+    /// The file's highest `entry_rowid` (0 with none): entries are only
+    /// ever added with higher ones, so this marks what was sent.
+    pub max_rowid: i64,
+    /// The file's entries.
+    pub entries: i64,
 }
 
 /// The tables a push fills, in the order it sends them.
@@ -51,6 +60,17 @@ impl PushTable {
         PushTable::SubagentRuns,
     ];
 
+    /// Rows of entries: a file that only grew keeps the ones it had, so
+    /// a push sends its newer ones only. The other tables' rows of a file
+    /// change with later lines (a tool call's result, the session's
+    /// counts, fork copies) and are replaced whole.
+    pub fn appends(self) -> bool {
+        matches!(
+            self,
+            PushTable::Entries | PushTable::MessageMeta | PushTable::MessageText
+        )
+    }
+
     /// The table's name in the team store.
     pub fn name(self) -> &'static str {
         match self {
@@ -70,7 +90,7 @@ impl PushTable {
         match self {
             PushTable::Files => {
                 "file_id, machine, path, root, rel_path, depth, layout, size, mtime_ns, byte_offset, \
-                 line_count, parser_version, indexed_at"
+                 line_count, parser_version"
             }
             PushTable::Sessions => {
                 "file_id, machine, session_id, file_path, cwd, project_dir, version, created_at, \
@@ -113,14 +133,16 @@ impl PushTable {
     }
 
     /// The SQLite query for one file's rows (`?1` the file, `?2` the
-    /// index's own machine label), columns as `columns`.
+    /// index's own machine label, `?3` for `appends` tables: only entries
+    /// after this `entry_rowid`), columns as `columns`.
     fn select(self) -> &'static str {
         match self {
             PushTable::Files => {
                 "SELECT f.file_id, coalesce(r.machine, ?2), f.path, f.root, f.rel_path, f.depth,
                         coalesce(r.layout, 'per_cwd'), f.size, f.mtime_ns, f.offset, f.line_count,
-                        f.parser_version, f.indexed_at
-                   FROM files f LEFT JOIN roots r ON r.path = f.root WHERE f.file_id = ?1"
+                        f.parser_version
+                   FROM files f LEFT JOIN roots r ON r.path = f.root
+                  WHERE f.file_id = ?1 AND ?3 IS NOT NULL"
             }
             PushTable::Sessions => {
                 "SELECT s.file_id, coalesce(r.machine, ?2), s.session_id, s.file_path, s.cwd,
@@ -129,19 +151,20 @@ impl PushTable {
                         s.entry_count, s.activity_ms, s.modified_ms, s.leaf_entry_id,
                         s.listed_by_pi, s.header_raw
                    FROM sessions s JOIN files f ON f.file_id = s.file_id
-                   LEFT JOIN roots r ON r.path = f.root WHERE s.file_id = ?1"
+                   LEFT JOIN roots r ON r.path = f.root WHERE s.file_id = ?1 AND ?3 IS NOT NULL"
             }
             PushTable::Entries => {
                 "SELECT entry_rowid, file_id, session_id, entry_id, parent_id, type, timestamp_ms,
                         line_no, byte_offset, byte_len, obj_in_line, pi_index
-                   FROM entries WHERE file_id = ?1 AND ?2 IS NOT NULL"
+                   FROM entries WHERE file_id = ?1 AND ?2 IS NOT NULL AND entry_rowid > ?3"
             }
             PushTable::MessageMeta => {
                 "SELECT entry_rowid, file_id, session_id, entry_id, role, timestamp_ms, provider,
                         model, api, stop_reason, error_message, response_id, input_tokens,
                         output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
                         cost_total, tool_call_id, tool_name, is_error, exit_code, custom_type, text_len
-                   FROM message_meta WHERE file_id = ?1 AND ?2 IS NOT NULL"
+                   FROM message_meta
+                  WHERE file_id = ?1 AND ?2 IS NOT NULL AND entry_rowid > ?3"
             }
             // The conversation's text, as `v_message_text` (migration 0015)
             // and so `message_fts` have it: user and assistant messages,
@@ -161,7 +184,7 @@ impl PushTable {
                                                  OR c.json_path LIKE '$.message.content[%')
                                           ORDER BY c.chunk_id) t) AS text
                            FROM message_meta m JOIN entries e ON e.entry_rowid = m.entry_rowid
-                          WHERE m.file_id = ?1 AND ?2 IS NOT NULL
+                          WHERE m.file_id = ?1 AND ?2 IS NOT NULL AND m.entry_rowid > ?3
                             AND m.role IN ('user', 'assistant'))
                   WHERE text <> ''"
             }
@@ -169,7 +192,7 @@ impl PushTable {
                 "SELECT entry_rowid, json_path, block_index, file_id, session_id, entry_id, call_id,
                         name, timestamp_ms, result_entry_rowid, result_entry_id,
                         result_timestamp_ms, is_error, result_len, copies
-                   FROM tool_call_meta WHERE file_id = ?1 AND ?2 IS NOT NULL"
+                   FROM tool_call_meta WHERE file_id = ?1 AND ?2 IS NOT NULL AND ?3 IS NOT NULL"
             }
             PushTable::Usage => {
                 "SELECT entry_rowid, source, file_id, session_id, entry_id, timestamp_ms, provider,
@@ -177,7 +200,7 @@ impl PushTable {
                         cache_write_tokens, total_tokens, cost_input, cost_output, cost_cache_read,
                         cost_cache_write, cost_total, dedupe_key, copies, reasoning_tokens,
                         cache_write_1h_tokens, cost_from_provider
-                   FROM usage_records WHERE file_id = ?1 AND ?2 IS NOT NULL"
+                   FROM usage_records WHERE file_id = ?1 AND ?2 IS NOT NULL AND ?3 IS NOT NULL"
             }
             PushTable::SubagentRuns => {
                 "SELECT run_rowid, entry_rowid, file_id, session_id, entry_id, tool_call_id,
@@ -187,21 +210,25 @@ impl PushTable {
                         turns, context_tokens, tool_count, progress_tokens, duration_ms,
                         message_count, session_file, child_file_id, child_session_id, run_id,
                         termination_signal
-                   FROM subagent_runs WHERE file_id = ?1 AND ?2 IS NOT NULL"
+                   FROM subagent_runs WHERE file_id = ?1 AND ?2 IS NOT NULL AND ?3 IS NOT NULL"
             }
         }
     }
 }
 
 /// Everything that decides a file's rows in the store, as one text: the
-/// file's own state, its machine label and root layout, and the values other
+/// file's own state (not `indexed_at`, which a re-check of a file changed
+/// within the last seconds rewrites with nothing else; a re-index shows in
+/// its entries' row ids), its machine label and root layout, and the values other
 /// files decide (its session's parent, its fork copies' `copies`, its runs'
 /// child sessions).
 const SIGNATURES: &str = "
 SELECT f.file_id, coalesce(f.offset, 0),
        f.path || '|' || coalesce(f.offset, '') || '|' || coalesce(f.line_count, '') || '|'
        || coalesce(f.head_hash, '') || '|' || coalesce(f.anchor_hash, '') || '|'
-       || coalesce(f.parser_version, '') || '|' || coalesce(f.indexed_at, '') || '|'
+       || coalesce(f.parser_version, '') || '|'
+       || (SELECT count(*) || ':' || coalesce(max(e.entry_rowid), 0)
+             FROM entries e WHERE e.file_id = f.file_id) || '|'
        || coalesce(f.mtime_ns, '') || '|' || coalesce(r.machine, ?1) || '|'
        || coalesce(r.layout, '') || '|' || coalesce(s.parent_session_id, '') || '|'
        || coalesce(s.listed_by_pi, '') || '|'
@@ -211,7 +238,11 @@ SELECT f.file_id, coalesce(f.offset, 0),
              FROM tool_call_meta t WHERE t.file_id = f.file_id) || '|'
        || (SELECT count(*) || ':' || coalesce(sum(coalesce(sr.child_file_id, -1) * (sr.run_rowid % 1000003)), 0)
                   || ':' || coalesce(group_concat(sr.child_session_id), '')
-             FROM subagent_runs sr WHERE sr.file_id = f.file_id)
+             FROM subagent_runs sr WHERE sr.file_id = f.file_id),
+       f.path || '|' || coalesce(f.head_hash, '') || '|' || coalesce(f.parser_version, '') || '|'
+       || coalesce(r.machine, ?1) || '|' || coalesce(r.layout, ''),
+       (SELECT coalesce(max(e.entry_rowid), 0) FROM entries e WHERE e.file_id = f.file_id),
+       (SELECT count(*) FROM entries e WHERE e.file_id = f.file_id)
   FROM files f JOIN sessions s ON s.file_id = f.file_id
   LEFT JOIN roots r ON r.path = f.root
  WHERE f.status = 'indexed'";
@@ -222,11 +253,15 @@ impl Writer {
         let mut stmt = self.conn.prepare(SIGNATURES).map_err(self.err())?;
         let rows = stmt
             .query_map([machine_name], |row| {
-                let text: String = row.get(2)?;
+                let hash =
+                    |text: String| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()));
                 Ok(PushFile {
                     file_id: row.get(0)?,
                     bytes: row.get(1)?,
-                    sig: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())),
+                    sig: hash(row.get(2)?),
+                    base: hash(row.get(3)?),
+                    max_rowid: row.get(4)?,
+                    entries: row.get(5)?,
                 })
             })
             .map_err(self.err())?;
@@ -234,13 +269,27 @@ impl Writer {
             .map_err(self.err())
     }
 
-    /// Calls `each` with the values of every row of `table` for the file,
-    /// in column order; stops at its first error.
+    /// How many of the file's entries have an `entry_rowid` up to `max`:
+    /// all that were sent when it was `max`, unless the file was re-indexed.
+    pub fn entries_up_to(&self, file_id: i64, max: i64) -> Result<i64> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM entries WHERE file_id = ?1 AND entry_rowid <= ?2",
+                [file_id, max],
+                |row| row.get(0),
+            )
+            .map_err(self.err())
+    }
+
+    /// Calls `each` with the values of every row of `table` for the file
+    /// (of an `appends` table: with an `entry_rowid` above `after`), in
+    /// column order; stops at its first error.
     pub fn push_rows<E: From<super::StoreError>>(
         &self,
         table: PushTable,
         file_id: i64,
         machine_name: &str,
+        after: i64,
         mut each: impl FnMut(&[ValueRef<'_>]) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut stmt = self
@@ -249,7 +298,7 @@ impl Writer {
             .map_err(self.err())?;
         let width = stmt.column_count();
         let mut rows = stmt
-            .query(rusqlite::params![file_id, machine_name])
+            .query(rusqlite::params![file_id, machine_name, after])
             .map_err(self.err())?;
         while let Some(row) = rows.next().map_err(self.err())? {
             let mut values = Vec::with_capacity(width);

@@ -519,6 +519,8 @@ fn a_push_after_appends_rewrites_and_deletions_equals_a_fresh_push() {
     let report = push(&env, &url);
     assert_eq!(report["files_deleted"], 1, "{report}");
     assert!(report["files_sent"].as_u64() >= Some(2), "{report}");
+    // The appended file keeps its entries in the store and gets the new one.
+    assert_eq!(report["files_appended"], 1, "{report}");
 
     let fresh = new_database();
     push(&env, &fresh);

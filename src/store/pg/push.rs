@@ -2,10 +2,13 @@
 //! store.
 //!
 //! A session file is the unit. The store's `push_files` says which version
-//! (signature) of each of this machine's files it holds; files whose
-//! signature differs are sent whole, a batch of files per transaction:
-//! their old rows deleted, the new ones loaded with `COPY`, and their
-//! `push_files` rows written, all committed together. So a push killed at
+//! (signature) of each of this machine's files it holds, and up to which
+//! entry; files whose signature differs are sent a batch of files per
+//! transaction: their old rows deleted, the new ones loaded with `COPY`,
+//! and their `push_files` rows written, all committed together. A file
+//! that only grew since (appended lines) keeps its entries' rows in the
+//! store and gets its newer entries; its other rows (the session's counts,
+//! tool calls whose results came later, usage and runs) are replaced. So a push killed at
 //! any point leaves every file either as it was or as it is now, and the
 //! next push sends what is left: nothing twice, nothing lost. The index
 //! keeps the same record (`push_files` in SQLite, written after the store
@@ -24,7 +27,7 @@ use serde::Serialize;
 
 use super::{PUSH_LOCK, Pg, PgError};
 use crate::fault;
-use crate::store::{PushTable, Writer};
+use crate::store::{PushFile, PushTable, Writer};
 
 /// What a push did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -33,6 +36,8 @@ pub struct PushReport {
     pub machine: String,
     pub src: i32,
     pub files_sent: u64,
+    /// Of those, files that only grew: their newer entries were sent.
+    pub files_appended: u64,
     pub files_deleted: u64,
     pub files_unchanged: u64,
     /// Rows sent, all tables.
@@ -81,15 +86,23 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         ..PushReport::default()
     };
 
-    let held: HashMap<i64, String> = pg
+    let held: HashMap<i64, Held> = pg
         .client
         .query(
-            "SELECT file_id, sig FROM push_files WHERE src = $1",
+            "SELECT file_id, sig, base, max_rowid, entries FROM push_files WHERE src = $1",
             &[&src],
         )
         .map_err(err)?
         .into_iter()
-        .map(|row| (row.get(0), row.get(1)))
+        .map(|row| {
+            let held = Held {
+                sig: row.get(1),
+                base: row.get(2),
+                max_rowid: row.get(3),
+                entries: row.get(4),
+            };
+            (row.get(0), held)
+        })
         .collect();
     let files = writer.push_files(&machine.name)?;
     let present: HashSet<i64> = files.iter().map(|file| file.file_id).collect();
@@ -98,15 +111,30 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         .filter(|id| !present.contains(id))
         .copied()
         .collect();
-    let changed: Vec<_> = files
-        .iter()
-        .filter(|file| held.get(&file.file_id) != Some(&file.sig))
-        .collect();
+    // Each changed file with the entry after which its rows are sent: 0
+    // for all of them, else the last one sent when the file only grew
+    // since (same base, and every entry sent then still there).
+    let mut changed = Vec::new();
+    for file in &files {
+        let after = match held.get(&file.file_id) {
+            Some(held) if held.sig == file.sig => continue,
+            Some(held)
+                if held.base == file.base
+                    && held.max_rowid > 0
+                    && file.max_rowid >= held.max_rowid
+                    && writer.entries_up_to(file.file_id, held.max_rowid)? == held.entries =>
+            {
+                held.max_rowid
+            }
+            _ => 0,
+        };
+        changed.push((file, after));
+    }
     report.files_unchanged = (files.len() - changed.len()) as u64;
 
     if !gone.is_empty() {
         let mut tx = pg.client.transaction().map_err(err)?;
-        delete_files(&mut tx, src, &gone).map_err(err)?;
+        delete_files(&mut tx, src, &gone, |_| true).map_err(err)?;
         tx.execute(
             "DELETE FROM push_files WHERE src = $1 AND file_id = ANY($2)",
             &[&src, &gone],
@@ -125,15 +153,24 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         let mut take = 0;
         let mut bytes = 0u64;
         while take < rest.len() && take < BATCH_FILES && (take == 0 || bytes < batch_bytes) {
-            bytes += rest[take].bytes.max(0) as u64;
+            bytes += rest[take].0.bytes.max(0) as u64;
             take += 1;
         }
-        let (batch, after) = rest.split_at(take);
-        rest = after;
-        let ids: Vec<i64> = batch.iter().map(|file| file.file_id).collect();
+        let (batch, later) = rest.split_at(take);
+        rest = later;
+        let ids: Vec<i64> = batch.iter().map(|(file, _)| file.file_id).collect();
+        let (whole, grew): (Vec<i64>, Vec<i64>) = {
+            let (whole, grew): (Vec<_>, Vec<_>) = batch.iter().partition(|(_, after)| *after == 0);
+            let ids =
+                |files: Vec<&(&PushFile, i64)>| files.iter().map(|(f, _)| f.file_id).collect();
+            (ids(whole), ids(grew))
+        };
 
         let mut tx = pg.client.transaction().map_err(err)?;
-        delete_files(&mut tx, src, &ids).map_err(err)?;
+        // Files sent whole lose all their rows; files that grew keep their
+        // entries' rows, which the new ones follow.
+        delete_files(&mut tx, src, &whole, |_| true).map_err(err)?;
+        delete_files(&mut tx, src, &grew, |table| !table.appends()).map_err(err)?;
         for table in PushTable::ALL {
             let sql = format!(
                 "COPY {} (src, {}) FROM STDIN",
@@ -145,8 +182,9 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
                 url: target.clone(),
                 source,
             };
-            for id in &ids {
-                writer.push_rows(table, *id, &machine.name, |values| {
+            for (file, after) in batch {
+                let after = if table.appends() { *after } else { 0 };
+                writer.push_rows(table, file.file_id, &machine.name, after, |values| {
                     encode_row(&mut buf, src, values);
                     report.rows_sent += 1;
                     if buf.len() >= 1 << 16 {
@@ -160,12 +198,17 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
             buf.clear();
             copy.finish().map_err(err)?;
         }
-        let sigs: Vec<&str> = batch.iter().map(|file| file.sig.as_str()).collect();
+        let sigs: Vec<&str> = batch.iter().map(|(file, _)| file.sig.as_str()).collect();
+        let bases: Vec<&str> = batch.iter().map(|(file, _)| file.base.as_str()).collect();
+        let max_rowids: Vec<i64> = batch.iter().map(|(file, _)| file.max_rowid).collect();
+        let entries: Vec<i64> = batch.iter().map(|(file, _)| file.entries).collect();
         tx.execute(
-            "INSERT INTO push_files(src, file_id, sig)
-             SELECT $1, * FROM unnest($2::bigint[], $3::text[])
-             ON CONFLICT (src, file_id) DO UPDATE SET sig = excluded.sig, pushed_at = now()",
-            &[&src, &ids, &sigs],
+            "INSERT INTO push_files(src, file_id, sig, base, max_rowid, entries)
+             SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
+             ON CONFLICT (src, file_id) DO UPDATE
+               SET sig = excluded.sig, base = excluded.base, max_rowid = excluded.max_rowid,
+                   entries = excluded.entries, pushed_at = now()",
+            &[&src, &ids, &sigs, &bases, &max_rowids, &entries],
         )
         .map_err(err)?;
         fault::reached(fault::Point::PushCopy);
@@ -173,10 +216,11 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         fault::reached(fault::Point::Push);
         let done: Vec<(i64, Option<&str>)> = batch
             .iter()
-            .map(|file| (file.file_id, Some(file.sig.as_str())))
+            .map(|(file, _)| (file.file_id, Some(file.sig.as_str())))
             .collect();
         writer.record_pushed(&target, &done)?;
         report.files_sent += batch.len() as u64;
+        report.files_appended += grew.len() as u64;
         report.source_bytes += bytes;
         report.batches += 1;
     }
@@ -194,13 +238,26 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     Ok(report)
 }
 
-/// Deletes every row of these files of machine `src`.
+/// What the store holds of one file (its `push_files` row).
+struct Held {
+    sig: String,
+    base: String,
+    max_rowid: i64,
+    entries: i64,
+}
+
+/// Deletes the rows of these files of machine `src` from the tables `which`
+/// picks.
 fn delete_files(
     tx: &mut postgres::Transaction<'_>,
     src: i32,
     ids: &[i64],
+    which: impl Fn(PushTable) -> bool,
 ) -> Result<(), postgres::Error> {
-    for table in PushTable::ALL {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    for table in PushTable::ALL.into_iter().filter(|table| which(*table)) {
         tx.execute(
             &format!(
                 "DELETE FROM {} WHERE src = $1 AND file_id = ANY($2)",
