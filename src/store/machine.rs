@@ -84,3 +84,36 @@ impl Writer {
         Ok(())
     }
 }
+
+impl Writer {
+    /// The labels of roots copied from other machines: (root, label).
+    pub fn root_labels(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, machine FROM roots WHERE machine IS NOT NULL")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    /// Takes on another index's machine id, label and root labels: a
+    /// database rebuilt from the same roots (`doctor --fix`) is the same
+    /// machine to a team store.
+    pub fn adopt_machine(&self, machine: &Machine, labels: &[(String, String)]) -> Result<()> {
+        if !machine.uid.is_empty() {
+            self.conn
+                .execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('machine_uid', ?1)",
+                    [&machine.uid],
+                )
+                .map_err(self.err())?;
+        }
+        self.name_machine(Some(&machine.name))?;
+        for (path, label) in labels {
+            self.label_roots(std::slice::from_ref(path), label)?;
+        }
+        Ok(())
+    }
+}
