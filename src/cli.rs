@@ -69,6 +69,8 @@ pub enum Command {
     Redact(cmd::redact::RedactArgs),
     /// Run one read-only SQL statement against the index
     Sql(cmd::sql::Args),
+    /// Send what changed since the last push to a team store in PostgreSQL (docs/postgres.md)
+    Push(cmd::push::Args),
     /// Browse and search the index in Datasette (text search, dates, canned queries)
     Datasette(cmd::datasette::Args),
     /// Check the index (SQLite, FTS, schema, rows vs. files) and with --fix repair it
@@ -104,6 +106,17 @@ pub struct ScopeArgs {
     /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ if valid, else UTC]
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
+}
+
+/// Asking the team store in PostgreSQL instead of the index (`piidx push`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct PgArgs {
+    /// Answer from the team store at this postgres:// URL (what `piidx push` sent there) instead of the index
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+    /// With --pg: only sessions of this machine (its label: `piidx sync --machine`, else its host name)
+    #[arg(long, value_name = "NAME", requires = "pg")]
+    pub machine: Option<String>,
 }
 
 /// How a listing command prints.

@@ -609,6 +609,7 @@ fn sync_options(options: &DoctorOptions, db: &Path, roots: Vec<Root>, redact: bo
         max_line_bytes: options.max_line_bytes,
         fts_shards: None,
         redact,
+        machine: None,
     }
 }
 
@@ -655,11 +656,14 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     // What can still be read of the damaged file: its roots, and whether it
     // redacted secrets (the rebuild does too; its hashes get a new key).
     let mut redact = false;
+    // And who it is: the rebuilt index keeps its machine id and labels.
+    let mut identity = None;
     if let Ok(store) = Writer::open_for_doctor(db) {
         if let Ok(recorded) = store.roots() {
             roots.extend(recorded.into_iter().map(PathBuf::from));
         }
         redact = store.redaction(false).is_ok_and(|state| state.is_some());
+        identity = store.machine().ok().zip(store.root_labels().ok());
     }
     let roots: Vec<PathBuf> = roots.into_iter().filter(|root| root.is_dir()).collect();
     if roots.is_empty() {
@@ -671,6 +675,9 @@ fn rebuild(options: &DoctorOptions, findings: &Findings) -> Result<PathBuf, Doct
     remove_tmp();
     let built = sync::run_locked(&sync_options(options, &tmp, roots, redact)).and_then(|_| {
         let store = Writer::open_for_doctor(&tmp)?;
+        if let Some((machine, labels)) = &identity {
+            store.adopt_machine(machine, labels)?;
+        }
         store.checkpoint()?;
         Ok(())
     });

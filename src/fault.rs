@@ -10,7 +10,11 @@
 //! * `batch`: after a batch was applied inside the open transaction, with the
 //!   page cache written to the file (a hot journal during a first sync);
 //! * `shard`: in a shard writer, with its transaction's rows written to the
-//!   file but not committed (a hot journal in the shard).
+//!   file but not committed (a hot journal in the shard);
+//! * `push_copy`: in `piidx push`, a batch's rows sent to PostgreSQL inside
+//!   its open transaction, before the commit;
+//! * `push`: in `piidx push`, right after PostgreSQL committed a batch, before
+//!   the index recorded it.
 //!
 //! `PIIDX_TEST_BATCH_BYTES=<n>` makes batches (and commits) that small, so a
 //! small test file spans many committed batches.
@@ -28,6 +32,8 @@ pub enum Point {
     Commit,
     Batch,
     Shard,
+    PushCopy,
+    Push,
 }
 
 struct Plan {
@@ -36,7 +42,13 @@ struct Plan {
 }
 
 static PLAN: OnceLock<Plan> = OnceLock::new();
-static REACHED: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static REACHED: [AtomicU64; 5] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+];
 
 fn plan() -> &'static Plan {
     PLAN.get_or_init(|| Plan {
@@ -56,6 +68,8 @@ fn parse_kill_at(spec: &str) -> Option<(Point, u64)> {
         "commit" => Point::Commit,
         "batch" => Point::Batch,
         "shard" => Point::Shard,
+        "push_copy" => Point::PushCopy,
+        "push" => Point::Push,
         _ => return None,
     };
     Some((point, n.parse().ok()?))

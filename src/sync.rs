@@ -60,6 +60,9 @@ pub struct SyncOptions {
     pub fts_shards: Option<usize>,
     /// Turn secret redaction on (it stays on: the database remembers it).
     pub redact: bool,
+    /// `--machine NAME`: with `--root`, the roots are copies of machine
+    /// NAME's sessions (labelled so); without, NAME is this index's label.
+    pub machine: Option<String>,
 }
 
 /// The summary `sync` prints.
@@ -206,6 +209,17 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
 
     store.begin()?;
     store.remember_roots(&present)?;
+    match &options.machine {
+        Some(name) if options.explicit_roots => {
+            store.name_machine(None)?;
+            let paths: Vec<String> = present
+                .iter()
+                .map(|root| root.path.to_string_lossy().into_owned())
+                .collect();
+            store.label_roots(&paths, name)?;
+        }
+        name => store.name_machine(name.as_deref())?,
+    }
     for file_id in &plan.removals {
         store.remove_file(*file_id, options.keep_deleted)?;
         report.files_removed += 1;

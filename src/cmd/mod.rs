@@ -10,6 +10,7 @@ pub mod export;
 pub mod man;
 pub mod mcp;
 pub mod pick;
+pub mod push;
 pub mod redact;
 pub mod resume;
 pub mod roots;
@@ -31,7 +32,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 
-use crate::cli::{Cli, Color, Command, ListArgs, ScopeArgs};
+use crate::cli::{Cli, Color, Command, ListArgs, PgArgs, ScopeArgs};
 use piidx::config;
 use piidx::query::scope::{Scope, ScopeText, now_ms};
 use piidx::render::{ColorChoice, Format, Term};
@@ -94,6 +95,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Secrets(args) => secrets::run(args, &global),
         Command::Redact(args) => redact::run(args, &global),
         Command::Sql(args) => sql::run(args, &global),
+        Command::Push(args) => push::run(args, &global),
         Command::Datasette(args) => datasette::run(args, &global),
         Command::Doctor(args) => doctor::run(args, &global),
         Command::Roots(args) => roots::run(args, &global),
@@ -131,6 +133,33 @@ impl ListArgs {
 /// line. Callers flush, so a failed write is seen.
 pub fn stdout() -> BufWriter<StdoutLock<'static>> {
     BufWriter::new(std::io::stdout().lock())
+}
+
+/// The team store `--pg` names, connected; `None` without `--pg`.
+#[cfg(feature = "postgres")]
+pub fn team_store(args: &PgArgs) -> Result<Option<piidx::query::pg::Pg>> {
+    Ok(args
+        .pg
+        .as_deref()
+        .map(piidx::query::pg::Pg::connect)
+        .transpose()?)
+}
+
+/// Without PostgreSQL support, `--pg` is an error.
+#[cfg(not(feature = "postgres"))]
+pub fn refuse_pg(args: &PgArgs) -> Result<()> {
+    match args.pg {
+        Some(_) => Err(no_postgres()),
+        None => Ok(()),
+    }
+}
+
+/// The error of a `--pg` option or `push` in a build without PostgreSQL.
+#[cfg(not(feature = "postgres"))]
+pub fn no_postgres() -> anyhow::Error {
+    anyhow!(
+        "this piidx was built without PostgreSQL support (cargo feature `postgres`); rebuild with default features"
+    )
 }
 
 pub fn exit_code(err: &anyhow::Error) -> u8 {

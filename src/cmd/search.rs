@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::ValueEnum;
 
 use super::{EXIT_PARTIAL, Global};
-use crate::cli::ScopeArgs;
+use crate::cli::{PgArgs, ScopeArgs};
 use piidx::query::search::sessions::search_sessions;
 use piidx::query::search::{self, HeadStart, SearchOptions, Sort};
 use piidx::render::{self, Format};
@@ -60,6 +60,9 @@ pub struct Args {
     /// Print CSV with a header row
     #[arg(long)]
     pub csv: bool,
+    /// With --pg the team store's user and assistant messages are searched (ts_rank_cd, ts_headline); --raw passes a PostgreSQL tsquery
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -80,6 +83,23 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     let format = Format::choose(args.json, args.csv);
     let term = &global.term;
+    #[cfg(feature = "postgres")]
+    if let Some(mut pg) = super::team_store(&args.pg)? {
+        if args.sessions {
+            anyhow::bail!("--sessions (-l) is not available with --pg; search for hits");
+        }
+        let hits = piidx::query::pg::search::search(&mut pg, &options, args.pg.machine.as_deref())?;
+        let mut out = super::stdout();
+        render::hits::write(&mut out, &hits, format, term)?;
+        out.flush()?;
+        return Ok(if hits.is_empty() {
+            ExitCode::from(EXIT_PARTIAL)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    #[cfg(not(feature = "postgres"))]
+    super::refuse_pg(&args.pg)?;
     // The shards' readers open, and start scoring, while this thread opens
     // the index.
     let head = HeadStart::open(&global.db, &options);

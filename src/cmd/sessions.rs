@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use crate::cli::{ListArgs, ScopeArgs};
+use crate::cli::{ListArgs, PgArgs, ScopeArgs};
 use piidx::query::sessions::{self, SessionsQuery};
 use piidx::render;
 
@@ -21,6 +21,8 @@ pub struct Args {
     /// --json prints Pi's SessionInfo objects (path, id, cwd, name, parentSessionPath, created, modified, messageCount, firstMessage)
     #[command(flatten)]
     pub list: ListArgs,
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -29,9 +31,23 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         limit: args.list.limit,
         all: args.all,
     };
-    let index = global.index()?;
-    let list = sessions::list(&index, &query)
-        .with_context(|| format!("listing sessions from {}", global.db.display()))?;
+    #[cfg(feature = "postgres")]
+    let store = super::team_store(&args.pg)?;
+    #[cfg(not(feature = "postgres"))]
+    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
+    let list = match store {
+        #[cfg(feature = "postgres")]
+        Some(mut pg) => {
+            piidx::query::pg::sessions::list(&mut pg, &query, args.pg.machine.as_deref())?
+        }
+        #[cfg(not(feature = "postgres"))]
+        Some(never) => match never {},
+        None => {
+            let index = global.index()?;
+            sessions::list(&index, &query)
+                .with_context(|| format!("listing sessions from {}", global.db.display()))?
+        }
+    };
     let mut out = super::stdout();
     render::sessions::write(&mut out, &list, args.list.format(), &global.term)?;
     out.flush()?;

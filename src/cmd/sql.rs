@@ -25,6 +25,9 @@ pub struct Args {
     /// Stop the statement when SQLite needs more than this much memory, in MiB (0: no limit)
     #[arg(long, value_name = "MIB", default_value_t = 2048)]
     pub max_memory: u64,
+    /// Run the statement on the team store at this postgres:// URL instead, in a read-only transaction (docs/postgres.md)
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -34,6 +37,24 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     let mut out = super::stdout();
     let mut printer = Printer::new(&mut out, Format::choose(args.json, args.csv), global.term);
+    if let Some(url) = &args.pg {
+        #[cfg(feature = "postgres")]
+        {
+            use piidx::query::pg::sql::{PgSqlError, run};
+            let mut pg = piidx::query::pg::Pg::connect(url)?;
+            let timeout_ms = limits.timeout.map_or(0, |t| t.as_millis() as u64);
+            return match run(&mut pg, &args.query, timeout_ms, &mut printer) {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(PgSqlError::Output(err)) => Err(err.into()),
+                Err(err) => Err(err).with_context(|| format!("query failed on {}", pg.url)),
+            };
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = url;
+            return Err(super::no_postgres());
+        }
+    }
     match sql::run(&global.db, &args.query, limits, &mut printer) {
         Ok(()) => {}
         // Not the query's fault: the output went away or failed.

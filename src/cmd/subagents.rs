@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use crate::cli::{ListArgs, ScopeArgs};
+use crate::cli::{ListArgs, PgArgs, ScopeArgs};
 use piidx::query::subagents::{self, SubagentsQuery};
 use piidx::render::misc;
 
@@ -23,6 +23,8 @@ pub struct Args {
     pub scope: ScopeArgs,
     #[command(flatten)]
     pub list: ListArgs,
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -32,9 +34,23 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         failed: args.failed,
         limit: args.list.limit,
     };
-    let index = global.index()?;
-    let runs = subagents::run(&index, &query)
-        .with_context(|| format!("listing subagent runs in {}", global.db.display()))?;
+    #[cfg(feature = "postgres")]
+    let store = super::team_store(&args.pg)?;
+    #[cfg(not(feature = "postgres"))]
+    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
+    let runs = match store {
+        #[cfg(feature = "postgres")]
+        Some(mut pg) => {
+            piidx::query::pg::subagents::run(&mut pg, &query, args.pg.machine.as_deref())?
+        }
+        #[cfg(not(feature = "postgres"))]
+        Some(never) => match never {},
+        None => {
+            let index = global.index()?;
+            subagents::run(&index, &query)
+                .with_context(|| format!("listing subagent runs in {}", global.db.display()))?
+        }
+    };
     let mut out = super::stdout();
     misc::write_subagents(&mut out, &runs, args.list.format(), &global.term)?;
     out.flush()?;

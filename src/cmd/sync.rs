@@ -44,6 +44,9 @@ pub struct Args {
     /// Replace every secret (API keys, tokens, private keys: `piidx secrets --rules`) with [REDACTED:<kind>] before it is stored or indexed. The index remembers it; turning it on re-reads every file
     #[arg(long)]
     pub redact: bool,
+    /// Machine label: with --root, the roots hold a copy of machine NAME's sessions (its label in a team store, `piidx push`); without --root, NAME becomes this index's own label [default: the host name]
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -61,6 +64,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         max_line_bytes: args.max_line_bytes.max(1024),
         fts_shards: args.fts_shards.map(usize::from),
         redact: args.redact,
+        machine: args.machine,
     };
     let report = piidx::sync::run(&options)?;
     for warning in &report.warnings {

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use super::Global;
-use crate::cli::{ListArgs, ScopeArgs};
+use crate::cli::{ListArgs, PgArgs, ScopeArgs};
 use piidx::query::tools::{self, ToolsBy, ToolsQuery};
 use piidx::render;
 
@@ -29,6 +29,8 @@ pub struct Args {
     pub scope: ScopeArgs,
     #[command(flatten)]
     pub list: ListArgs,
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -41,9 +43,21 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         scope: args.scope.scope()?,
         limit: args.list.limit,
     };
-    let index = global.index()?;
-    let stats = tools::run(&index, &query)
-        .with_context(|| format!("tools query failed on {}", global.db.display()))?;
+    #[cfg(feature = "postgres")]
+    let store = super::team_store(&args.pg)?;
+    #[cfg(not(feature = "postgres"))]
+    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
+    let stats = match store {
+        #[cfg(feature = "postgres")]
+        Some(mut pg) => piidx::query::pg::tools::run(&mut pg, &query, args.pg.machine.as_deref())?,
+        #[cfg(not(feature = "postgres"))]
+        Some(never) => match never {},
+        None => {
+            let index = global.index()?;
+            tools::run(&index, &query)
+                .with_context(|| format!("tools query failed on {}", global.db.display()))?
+        }
+    };
     let mut out = super::stdout();
     render::usage::write_tools(&mut out, &stats, args.list.format(), &global.term)?;
     out.flush()?;

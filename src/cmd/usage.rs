@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use super::Global;
-use crate::cli::{ListArgs, ScopeArgs};
+use crate::cli::{ListArgs, PgArgs, ScopeArgs};
 use piidx::query::usage::{self, GroupBy, UsageOptions};
 use piidx::render::{self, misc};
 
@@ -46,6 +46,8 @@ pub struct Args {
     /// --json and --csv print one row per group, no total row
     #[command(flatten)]
     pub list: ListArgs,
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -65,9 +67,23 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         prices: args.prices.as_deref().map(usage::load_prices).transpose()?,
         limit: args.list.limit,
     };
-    let index = global.index()?;
-    let report = usage::run(&index, &options)
-        .with_context(|| format!("usage query failed on {}", global.db.display()))?;
+    #[cfg(feature = "postgres")]
+    let store = super::team_store(&args.pg)?;
+    #[cfg(not(feature = "postgres"))]
+    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
+    let report = match store {
+        #[cfg(feature = "postgres")]
+        Some(mut pg) => {
+            piidx::query::pg::usage::run(&mut pg, &options, args.pg.machine.as_deref())?
+        }
+        #[cfg(not(feature = "postgres"))]
+        Some(never) => match never {},
+        None => {
+            let index = global.index()?;
+            usage::run(&index, &options)
+                .with_context(|| format!("usage query failed on {}", global.db.display()))?
+        }
+    };
     for warning in &report.warnings {
         misc::warn(warning, &global.term);
     }

@@ -54,6 +54,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             max_line_bytes: 256 << 20,
             fts_shards: None,
             redact: false,
+            machine: None,
         },
         debounce: Duration::from_millis(args.debounce),
         max_delay: Duration::from_secs(1).max(Duration::from_millis(args.debounce)),

@@ -4,6 +4,8 @@
 
 pub mod datasette;
 pub mod export;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod scope;
 pub mod search;
 pub mod search_fn;

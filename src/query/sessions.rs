@@ -103,7 +103,16 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
             },
         ))
     })?;
-    let mut sessions = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    let sessions = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(order(sessions, query.limit))
+}
+
+/// Pi's order of sessions given with their read order (file mtime, or 0 in
+/// a flat root), at most `limit` of them: for the index and the team store.
+pub(crate) fn order(
+    mut sessions: Vec<(i64, SessionInfo)>,
+    limit: Option<usize>,
+) -> Vec<SessionInfo> {
     sessions.sort_by(|(a_mtime, a), (b_mtime, b)| {
         b.modified_ms
             .cmp(&a.modified_ms)
@@ -111,10 +120,10 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
             .then_with(|| pi_name_order(file_name(&b.path), file_name(&a.path)))
     });
     let mut sessions: Vec<SessionInfo> = sessions.into_iter().map(|(_, info)| info).collect();
-    if let Some(limit) = query.limit {
+    if let Some(limit) = limit {
         sessions.truncate(limit);
     }
-    Ok(sessions)
+    sessions
 }
 
 fn file_name(path: &str) -> &str {

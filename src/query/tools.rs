@@ -61,7 +61,36 @@ pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>
     );
     let conn = store.connection();
     let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query(rusqlite::params_from_iter(scope.params))?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(scope.params), |row| {
+        Ok(CallRow {
+            key: row.get(0)?,
+            is_error: row.get(1)?,
+            duration: row.get(2)?,
+            result_len: row.get(3)?,
+            no_result: row.get(4)?,
+            where_: row.get(5)?,
+            called_at: row.get(6)?,
+        })
+    })?;
+    let rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(fold(rows, query.limit))
+}
+
+/// One tool call as `fold` counts it (the index's and the team store's
+/// queries give the same).
+pub(crate) struct CallRow {
+    pub key: Option<String>,
+    pub is_error: Option<i64>,
+    pub duration: Option<i64>,
+    pub result_len: Option<i64>,
+    pub no_result: bool,
+    /// `session_id result_entry_id`.
+    pub where_: String,
+    pub called_at: Option<i64>,
+}
+
+/// Calls → per group stats, most calls first, at most `limit`.
+pub(crate) fn fold(rows: Vec<CallRow>, limit: Option<usize>) -> Vec<ToolStats> {
     struct Acc {
         stats: ToolStats,
         durations: Vec<i64>,
@@ -71,17 +100,19 @@ pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>
         largest_at: Option<i64>,
     }
     let mut groups: HashMap<String, Acc> = HashMap::new();
-    while let Some(row) = rows.next()? {
-        let key: Option<String> = row.get(0)?;
+    for row in rows {
+        let CallRow {
+            key,
+            is_error,
+            duration,
+            result_len,
+            no_result,
+            where_,
+            called_at,
+        } = row;
         let key = key
             .filter(|k| !k.is_empty())
             .unwrap_or_else(|| "(none)".into());
-        let is_error: Option<i64> = row.get(1)?;
-        let duration: Option<i64> = row.get(2)?;
-        let result_len: Option<i64> = row.get(3)?;
-        let no_result: bool = row.get(4)?;
-        let where_: String = row.get(5)?;
-        let called_at: Option<i64> = row.get(6)?;
         let acc = groups.entry(key.clone()).or_insert_with(|| Acc {
             stats: ToolStats {
                 key,
@@ -132,10 +163,10 @@ pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>
         })
         .collect();
     out.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.key.cmp(&b.key)));
-    if let Some(limit) = query.limit {
+    if let Some(limit) = limit {
         out.truncate(limit);
     }
-    Ok(out)
+    out
 }
 
 /// Nearest-rank percentile of sorted values: the value at rank ⌈p/100·n⌉.

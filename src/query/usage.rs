@@ -163,8 +163,7 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
             )),
         }
     }
-    let mut groups: BTreeMap<String, UsageRow> = BTreeMap::new();
-    let mut unpriced_models = std::collections::BTreeSet::new();
+    let mut fold = Fold::new(options);
 
     let key_sql = key_sql(options.by, "u");
     let mut filters = vec!["1 = 1".to_owned()];
@@ -196,11 +195,7 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
     let mut stmt = conn.prepare(&sql)?;
     let mut result = stmt.query(params_from_iter(args.iter()))?;
     while let Some(row) = result.next()? {
-        let raw_key: Option<SqlValue> = row.get(0)?;
-        let provider: Option<String> = row.get(1)?;
-        let model: Option<String> = row.get(2)?;
-        let unpriced: i64 = row.get(3)?;
-        let mut part = UsageRow {
+        let part = UsageRow {
             records: row.get(4)?,
             input_tokens: row.get(5)?,
             output_tokens: row.get(6)?,
@@ -210,6 +205,45 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
             cost: row.get(10)?,
             ..UsageRow::default()
         };
+        fold.group(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, part);
+    }
+    drop(result);
+    drop(stmt);
+
+    if report.subagents {
+        add_subagents(conn, options, &mut fold)?;
+    }
+    Ok(fold.finish(report))
+}
+
+/// Folds the SQL's groups into the rows asked for: the index's and the team
+/// store's queries feed the same one.
+pub(crate) struct Fold<'a> {
+    options: &'a UsageOptions,
+    groups: BTreeMap<String, UsageRow>,
+    unpriced_models: std::collections::BTreeSet<String>,
+}
+
+impl<'a> Fold<'a> {
+    pub(crate) fn new(options: &'a UsageOptions) -> Fold<'a> {
+        Fold {
+            options,
+            groups: BTreeMap::new(),
+            unpriced_models: Default::default(),
+        }
+    }
+
+    /// One (key, provider, model, priced?) group of records; `raw_key` as
+    /// `key_sql` computes it (quarter hours for time keys).
+    pub(crate) fn group(
+        &mut self,
+        raw_key: Option<SqlValue>,
+        provider: Option<String>,
+        model: Option<String>,
+        unpriced: i64,
+        mut part: UsageRow,
+    ) {
+        let options = self.options;
         if unpriced == 1 {
             match options
                 .prices
@@ -222,50 +256,54 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
                 }
                 None => {
                     part.unpriced_tokens = part.total_tokens;
-                    unpriced_models.insert(model_label(provider.as_deref(), model.as_deref()));
+                    self.unpriced_models
+                        .insert(model_label(provider.as_deref(), model.as_deref()));
                 }
             }
         }
-        let key = render_key(options.by, &options.scope.tz, raw_key);
-        groups.entry(key).or_default().add(&part);
+        self.add(raw_key, &part);
     }
-    drop(result);
-    drop(stmt);
 
-    if report.subagents {
-        add_subagents(conn, options, &mut groups)?;
+    /// Adds `part` to the row of `raw_key` (subagent runs' columns).
+    pub(crate) fn add(&mut self, raw_key: Option<SqlValue>, part: &UsageRow) {
+        let key = render_key(self.options.by, &self.options.scope.tz, raw_key);
+        self.groups.entry(key).or_default().add(part);
     }
-    for (key, mut row) in groups {
-        row.key = key;
-        report.rows.push(row);
-    }
-    if options.by.is_time() {
-        // The latest periods.
-        if let Some(limit) = options.limit {
-            let cut = report.rows.len().saturating_sub(limit);
-            report.rows.drain(..cut);
+
+    pub(crate) fn finish(self, mut report: UsageReport) -> UsageReport {
+        let options = self.options;
+        for (key, mut row) in self.groups {
+            row.key = key;
+            report.rows.push(row);
         }
-    } else {
-        report.rows.sort_by(|a, b| {
-            (b.cost + b.subagent_cost)
-                .total_cmp(&(a.cost + a.subagent_cost))
-                .then(b.total_tokens.cmp(&a.total_tokens))
-                .then(a.key.cmp(&b.key))
-        });
-        if let Some(limit) = options.limit {
-            report.rows.truncate(limit);
+        if options.by.is_time() {
+            // The latest periods.
+            if let Some(limit) = options.limit {
+                let cut = report.rows.len().saturating_sub(limit);
+                report.rows.drain(..cut);
+            }
+        } else {
+            report.rows.sort_by(|a, b| {
+                (b.cost + b.subagent_cost)
+                    .total_cmp(&(a.cost + a.subagent_cost))
+                    .then(b.total_tokens.cmp(&a.total_tokens))
+                    .then(a.key.cmp(&b.key))
+            });
+            if let Some(limit) = options.limit {
+                report.rows.truncate(limit);
+            }
         }
+        for row in &report.rows {
+            report.total.add(row);
+        }
+        report.total.key = "TOTAL".to_owned();
+        report.unpriced_models = self.unpriced_models.into_iter().collect();
+        report
     }
-    for row in &report.rows {
-        report.total.add(row);
-    }
-    report.total.key = "TOTAL".to_owned();
-    report.unpriced_models = unpriced_models.into_iter().collect();
-    Ok(report)
 }
 
 /// The SQL grouping expression for `by` over alias `a`.
-fn key_sql(by: GroupBy, a: &str) -> String {
+pub(crate) fn key_sql(by: GroupBy, a: &str) -> String {
     match by {
         // Quarter hours: every real UTC offset is a multiple of 15 minutes.
         GroupBy::Day | GroupBy::Week | GroupBy::Month => format!("{a}.timestamp_ms / 900000"),
@@ -364,7 +402,7 @@ const SUBAGENT_PROBE: &str =
 fn add_subagents(
     conn: &Connection,
     options: &UsageOptions,
-    groups: &mut BTreeMap<String, UsageRow>,
+    fold: &mut Fold<'_>,
 ) -> rusqlite::Result<()> {
     let key_sql = key_sql(options.by, "r");
     let mut filters = vec!["r.copy_no = 1".to_owned()];
@@ -410,15 +448,13 @@ fn add_subagents(
     let mut stmt = conn.prepare(&sql)?;
     let mut result = stmt.query(params_from_iter(args.iter()))?;
     while let Some(row) = result.next()? {
-        let raw_key: Option<SqlValue> = row.get(0)?;
         let part = UsageRow {
             subagent_runs: row.get(1)?,
             subagent_tokens: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
             subagent_cost: row.get::<_, Option<f64>>(3)?.unwrap_or(0.0),
             ..UsageRow::default()
         };
-        let key = render_key(options.by, &options.scope.tz, raw_key);
-        groups.entry(key).or_default().add(&part);
+        fold.add(row.get(0)?, &part);
     }
     Ok(())
 }

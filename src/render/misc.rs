@@ -213,3 +213,22 @@ pub fn write_secrets(
         }
     }
 }
+
+/// `piidx push`'s summary line.
+#[cfg(feature = "postgres")]
+pub fn write_push(out: &mut dyn Write, report: &crate::store::pg::PushReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "pushed as {} (store id {}): {} files sent ({} grown), {} deleted, {} unchanged; {} rows, {:.1} MB of sessions in {} batches, {:.2} s",
+        crate::render::safe(&report.machine),
+        report.src,
+        report.files_sent,
+        report.files_appended,
+        report.files_deleted,
+        report.files_unchanged,
+        report.rows_sent,
+        report.source_bytes as f64 / 1e6,
+        report.batches,
+        report.seconds,
+    )
+}

@@ -10,6 +10,10 @@
 mod check;
 mod copies;
 mod fts;
+mod machine;
+#[cfg(feature = "postgres")]
+pub mod pg;
+mod push_source;
 pub mod rank;
 mod redaction;
 mod restore;
@@ -32,6 +36,8 @@ pub use fts::{
     ShardConfig, attach_one_shard, attach_shards, default_shards, remove_database, shard_path,
     shard_schema,
 };
+pub use machine::{Machine, host_name};
+pub use push_source::{PushFile, PushTable};
 pub use redaction::RedactionState;
 pub use restore::{restore_entry, shared_values, stored_images};
 pub use roots::RootInfo;

@@ -117,6 +117,13 @@ fn doctor_rebuilds_a_destroyed_database_and_keeps_the_old_file() {
 fn quick_check_damage_is_rebuilt_from_recorded_roots() {
     let env = Env::with_fixture("samples");
     env.sync();
+    assert!(
+        env.run(&["sync", "--machine", "desk-a", "-q"])
+            .status
+            .success()
+    );
+    let machine = "SELECT key, value FROM meta WHERE key LIKE 'machine%' ORDER BY key";
+    let identity = env.sql(machine);
     let before = env.count("SELECT count(*) FROM entries");
     // Overwrite a page in the middle of the file (not the header).
     let mut bytes = std::fs::read(&env.db).expect("read db");
@@ -128,6 +135,8 @@ fn quick_check_damage_is_rebuilt_from_recorded_roots() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert!(report["findings"]["broken"].is_string(), "{report}");
     assert_eq!(env.count("SELECT count(*) FROM entries"), before);
+    // The same machine to a team store (`piidx push`).
+    assert_eq!(env.sql(machine), identity);
 }
 
 #[test]

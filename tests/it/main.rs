@@ -56,5 +56,9 @@ mod torture;
 // `resume` and `pick` (through tmux): back into Pi, terminal restored.
 mod pick;
 
+// `push` and `--pg` on a throw-away PostgreSQL cluster.
+#[cfg(feature = "postgres")]
+mod pg;
+
 // `watch`: notifications to a current index, equal to a fresh sync.
 mod watch;

@@ -228,6 +228,10 @@ fn undo(migration: usize) -> String {
     let subagents = include_str!("../../migrations/0002_subagents.sql");
     let usage = include_str!("../../migrations/0004_usage.sql");
     match migration {
+        // Machines: the index's id and name, root labels, the push record.
+        16 => "DELETE FROM meta WHERE key IN ('machine_uid', 'machine_name');
+               ALTER TABLE roots DROP COLUMN machine; DROP TABLE push_files;"
+            .to_owned(),
         // Search for every SQLite tool: `message_fts` and its views, and
         // `artifact_fts` declared as 0002 did.
         15 => {

@@ -242,7 +242,13 @@ pub fn canonical_dump(db: &Path) -> Vec<String> {
                 c => format!("t.{c}"),
             })
             .collect();
-        let sql = format!("SELECT {} FROM {table} t", select.join(", "));
+        // Each index makes its own random machine id (migration 0016).
+        let skip = if table == "meta" {
+            " WHERE t.key <> 'machine_uid'"
+        } else {
+            ""
+        };
+        let sql = format!("SELECT {} FROM {table} t{skip}", select.join(", "));
         let mut stmt = conn.prepare(&sql).expect("dump query");
         let count = stmt.column_count();
         let mut rows: Vec<String> = stmt

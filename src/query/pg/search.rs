@@ -1,0 +1,315 @@
+//! `piidx search --pg`: the team store's conversation text (`message_text`,
+//! the user and assistant messages `message_fts` holds in the index),
+//! matched with its `tsvector` (GIN), ranked with `ts_rank_cd` and cut into
+//! snippets with `ts_headline`, as the index's `Hit`s.
+//!
+//! The query language is piidx's (words AND-ed, "phrases", prefix*, OR,
+//! NOT, parentheses), translated here into a `tsquery`; `--raw` passes a
+//! `tsquery` through. What the store does not hold (tool calls and results,
+//! thinking, summaries…) is not searched: `--tool`, `--substring` and other
+//! roles find nothing or are refused.
+
+use super::{Params, Pg, PgError, clause, conditions};
+use crate::query::scope::Columns;
+use crate::query::search::{Hit, MARK_CLOSE, MARK_OPEN, SearchOptions, Sort};
+use crate::time::format_iso_ms;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PgSearchError {
+    #[error(
+        "the query {0:?} has no searchable words (only punctuation or operators); put a word or a \"quoted phrase\" in it"
+    )]
+    Empty(String),
+    #[error(
+        "{0} is not available with --pg: the team store holds the conversation's text (user and assistant messages) only"
+    )]
+    Unsupported(&'static str),
+    #[error(transparent)]
+    Pg(#[from] PgError),
+}
+
+/// A lexeme for `to_tsquery`, quoted.
+fn lexeme(word: &str, prefix: bool) -> String {
+    let quoted = word.replace('\\', "\\\\").replace('\'', "''");
+    if prefix {
+        format!("'{quoted}':*")
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
+/// One operand: the text quoted whole, so that PostgreSQL's parser splits
+/// it as it split the indexed text (`Cargo.toml` stays one token, a
+/// phrase's words are joined with `<->`); `None` when it has no letter or
+/// digit.
+fn operand(text: &str, prefix: bool) -> Option<String> {
+    let text = text.trim_matches(|c: char| !c.is_alphanumeric());
+    text.chars()
+        .any(char::is_alphanumeric)
+        .then(|| lexeme(text, prefix))
+}
+
+/// piidx's query language as a `tsquery` text; `None` when it has no word.
+pub fn to_tsquery(query: &str) -> Option<String> {
+    enum Tok {
+        Open,
+        Close,
+        Or,
+        Not,
+        Term(String),
+    }
+    let mut toks = Vec::new();
+    let mut chars = query.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c == '(' {
+            chars.next();
+            toks.push(Tok::Open);
+        } else if c == ')' {
+            chars.next();
+            toks.push(Tok::Close);
+        } else if c == '"' {
+            chars.next();
+            let phrase: String = chars.by_ref().take_while(|&c| c != '"').collect();
+            let prefix = chars.peek() == Some(&'*');
+            if prefix {
+                chars.next();
+            }
+            if let Some(op) = operand(&phrase, prefix) {
+                toks.push(Tok::Term(op));
+            }
+        } else {
+            let mut word = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() || c == '(' || c == ')' || c == '"' {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+            match word.as_str() {
+                "OR" => toks.push(Tok::Or),
+                "AND" => {}
+                "NOT" => toks.push(Tok::Not),
+                _ => {
+                    let (word, negated) = match word.strip_prefix('-') {
+                        Some(rest) if !rest.is_empty() => (rest, true),
+                        _ => (word.as_str(), false),
+                    };
+                    let (word, prefix) = match word.strip_suffix('*') {
+                        Some(rest) => (rest, true),
+                        None => (word, false),
+                    };
+                    if let Some(op) = operand(word, prefix) {
+                        if negated {
+                            toks.push(Tok::Not);
+                        }
+                        toks.push(Tok::Term(op));
+                    }
+                }
+            }
+        }
+    }
+    // Operands next to each other are AND-ed; NOT binds to what follows.
+    let mut out = String::new();
+    let mut words = 0;
+    let mut need_op = false;
+    let mut depth = 0i32;
+    for tok in toks {
+        match tok {
+            Tok::Or => {
+                if need_op {
+                    out.push_str(" | ");
+                    need_op = false;
+                }
+            }
+            Tok::Not | Tok::Open | Tok::Term(_) => {
+                if need_op {
+                    out.push_str(" & ");
+                }
+                match tok {
+                    Tok::Not => {
+                        out.push('!');
+                        need_op = false;
+                    }
+                    Tok::Open => {
+                        out.push('(');
+                        depth += 1;
+                        need_op = false;
+                    }
+                    Tok::Term(term) => {
+                        out.push_str(&term);
+                        words += 1;
+                        need_op = true;
+                    }
+                    _ => {}
+                }
+            }
+            Tok::Close => {
+                if depth > 0 {
+                    // `()` or a dangling operator before `)` is dropped.
+                    let trimmed = out.trim_end_matches([' ', '&', '|', '!']).len();
+                    out.truncate(trimmed);
+                    if out.ends_with('(') {
+                        out.pop();
+                        need_op = !out.is_empty() && !out.ends_with(['&', '|', '!', '(', ' ']);
+                    } else {
+                        out.push(')');
+                        need_op = true;
+                    }
+                    depth -= 1;
+                }
+            }
+        }
+    }
+    let trimmed = out.trim_end_matches([' ', '&', '|', '!', '(']).len();
+    out.truncate(trimmed);
+    for _ in 0..depth {
+        out.push(')');
+    }
+    // Balance what was cut: count again.
+    let opens = out.matches('(').count();
+    let closes = out.matches(')').count();
+    for _ in closes..opens {
+        out.push(')');
+    }
+    (words > 0).then_some(out)
+}
+
+/// The hits for `options` from the team store; `machine` keeps one
+/// machine's sessions.
+pub fn search(
+    pg: &mut Pg,
+    options: &SearchOptions,
+    machine: Option<&str>,
+) -> Result<Vec<Hit>, PgSearchError> {
+    if options.tool.is_some() {
+        return Err(PgSearchError::Unsupported("--tool"));
+    }
+    if options.substring {
+        return Err(PgSearchError::Unsupported("--substring"));
+    }
+    pg.check_readable()?;
+    let tsquery = if options.raw {
+        options.query.clone()
+    } else {
+        to_tsquery(&options.query).ok_or_else(|| PgSearchError::Empty(options.query.clone()))?
+    };
+    let known_types =
+        options.entry_types.is_empty() || options.entry_types.iter().any(|t| t == "message");
+    let roles: Vec<String> = options
+        .roles
+        .iter()
+        .filter(|r| *r == "user" || *r == "assistant")
+        .cloned()
+        .collect();
+    if !known_types || (!options.roles.is_empty() && roles.is_empty()) || options.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let mut params = Params::default();
+    params.add(tsquery);
+    params.add(options.limit.max(1) as i64);
+    let mut conds = conditions(
+        &options.scope,
+        machine,
+        &Columns::sessions("m.timestamp_ms"),
+        "s.machine",
+        &mut params,
+    );
+    if !roles.is_empty() {
+        let n = params.add(roles);
+        conds.push(format!("m.role = ANY(${n})"));
+    }
+    if let Some(model) = &options.model {
+        let n = params.add(model.to_lowercase());
+        conds.push(format!("strpos(lower(m.model), ${n}) > 0"));
+    }
+    let order = match options.sort {
+        Sort::Rank => "rank DESC, m.timestamp_ms DESC NULLS LAST, m.src, m.entry_rowid",
+        Sort::Recent => "m.timestamp_ms DESC NULLS LAST, rank DESC, m.src, m.entry_rowid",
+    };
+    let sql = format!(
+        "WITH q AS (SELECT to_tsquery('simple', $1) AS q),
+         best AS (
+           SELECT m.src, m.entry_rowid, ts_rank_cd(m.tsv, q.q) AS rank
+             FROM message_text m CROSS JOIN q
+             JOIN sessions s ON s.src = m.src AND s.file_id = m.file_id
+            WHERE m.tsv @@ q.q{}
+            ORDER BY {order} LIMIT $2)
+         SELECT s.session_id, s.file_path, s.name, s.first_message, s.cwd, m.entry_id, m.role,
+                m.timestamp_ms, m.line_no, b.rank::float8,
+                ts_headline('simple', left(m.text, 262144), q.q,
+                            'StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}, MaxWords=30, MinWords=12, MaxFragments=1')
+           FROM best b CROSS JOIN q
+           JOIN message_text m ON m.src = b.src AND m.entry_rowid = b.entry_rowid
+           JOIN sessions s ON s.src = m.src AND s.file_id = m.file_id
+          ORDER BY {}",
+        clause(&conds),
+        order.replace("rank", "b.rank")
+    );
+    let rows = pg.client.query(&sql, &params.refs()).map_err(pg.err())?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let rank: f64 = row.get(9);
+            let snippet: String = row.get(10);
+            Hit {
+                session_id: row.get::<_, Option<String>>(0).unwrap_or_default(),
+                session_path: row.get::<_, Option<String>>(1).unwrap_or_default(),
+                session_name: row.get(2),
+                first_message: row.get(3),
+                cwd: row.get::<_, Option<String>>(4).unwrap_or_default(),
+                entry_id: row.get::<_, Option<String>>(5).unwrap_or_default(),
+                role: row.get::<_, Option<String>>(6).unwrap_or_default(),
+                entry_type: "message".to_owned(),
+                timestamp: row.get::<_, Option<i64>>(7).map(format_iso_ms),
+                snippet: snippet
+                    .chars()
+                    .map(|c| {
+                        if c.is_control() && c != MARK_OPEN && c != MARK_CLOSE {
+                            ' '
+                        } else {
+                            c
+                        }
+                    })
+                    .collect(),
+                // Lower is better, as the index's scores.
+                score: -rank,
+                tool_name: None,
+                json_path: "$.message.content".to_owned(),
+                line_no: row.get::<_, Option<i64>>(8).unwrap_or(0),
+                run: None,
+                chunk_id: 0,
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_tsquery;
+
+    #[test]
+    fn the_query_language_becomes_a_tsquery() {
+        assert_eq!(to_tsquery("foo bar").as_deref(), Some("'foo' & 'bar'"));
+        assert_eq!(
+            to_tsquery("pars* OR lexer").as_deref(),
+            Some("'pars':* | 'lexer'")
+        );
+        assert_eq!(
+            to_tsquery("\"exact phrase\" NOT x").as_deref(),
+            Some("'exact phrase' & !'x'")
+        );
+        assert_eq!(
+            to_tsquery("SessionManager.listAll").as_deref(),
+            Some("'SessionManager.listAll'")
+        );
+        assert_eq!(
+            to_tsquery("(a OR b) c").as_deref(),
+            Some("('a' | 'b') & 'c'")
+        );
+        assert_eq!(to_tsquery("it's").as_deref(), Some("'it''s'"));
+        assert_eq!(to_tsquery("-- ()"), None);
+    }
+}

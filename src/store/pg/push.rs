@@ -1,0 +1,332 @@
+//! `piidx push`: the index's changes since its last push, sent to the team
+//! store.
+//!
+//! A session file is the unit. The store's `push_files` says which version
+//! (signature) of each of this machine's files it holds, and up to which
+//! entry; files whose signature differs are sent a batch of files per
+//! transaction: their old rows deleted, the new ones loaded with `COPY`,
+//! and their `push_files` rows written, all committed together. A file
+//! that only grew since (appended lines) keeps its entries' rows in the
+//! store and gets its newer entries; its other rows (the session's counts,
+//! tool calls whose results came later, usage and runs) are replaced. So a push killed at
+//! any point leaves every file either as it was or as it is now, and the
+//! next push sends what is left: nothing twice, nothing lost. The index
+//! keeps the same record (`push_files` in SQLite, written after the store
+//! committed), for information; the store's record is the one that counts.
+//!
+//! Each machine's rows are its own (`src`), and a push holds a session
+//! advisory lock on its `src` only: machines push at the same time without
+//! waiting for each other, and two pushes of one index take turns.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::time::Instant;
+
+use rusqlite::types::ValueRef;
+use serde::Serialize;
+
+use super::{PUSH_LOCK, Pg, PgError};
+use crate::fault;
+use crate::store::{PushFile, PushTable, Writer};
+
+/// What a push did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PushReport {
+    /// The index's machine label and the store's id for it.
+    pub machine: String,
+    pub src: i32,
+    pub files_sent: u64,
+    /// Of those, files that only grew: their newer entries were sent.
+    pub files_appended: u64,
+    pub files_deleted: u64,
+    pub files_unchanged: u64,
+    /// Rows sent, all tables.
+    pub rows_sent: u64,
+    /// Bytes of session files whose rows were sent.
+    pub source_bytes: u64,
+    pub batches: u64,
+    pub seconds: f64,
+}
+
+/// Bytes of session files per transaction (`PIIDX_TEST_BATCH_BYTES` in
+/// tests): large enough that commits cost little, small enough that a
+/// killed push loses little.
+const BATCH_BYTES: u64 = 32 << 20;
+/// Files per transaction at most.
+const BATCH_FILES: usize = 2000;
+
+/// Pushes the index `writer` into the store `pg` (whose schema is migrated
+/// first); `target` names the store in the index's own record.
+pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
+    let started = Instant::now();
+    pg.migrate()?;
+    let machine = writer.machine()?;
+    let target = pg.url.clone();
+    let err = |source| PgError::Postgres {
+        url: target.clone(),
+        source,
+    };
+    let src: i32 = pg
+        .client
+        .query_one(
+            "INSERT INTO machines(uid, name) VALUES ($1, $2)
+             ON CONFLICT (uid) DO UPDATE SET name = excluded.name
+             RETURNING src",
+            &[&machine.uid, &machine.name],
+        )
+        .map_err(err)?
+        .get(0);
+    // Two pushes of one index take turns; other machines do not wait.
+    pg.client
+        .execute("SELECT pg_advisory_lock($1, $2)", &[&PUSH_LOCK, &src])
+        .map_err(err)?;
+    let mut report = PushReport {
+        machine: machine.name.clone(),
+        src,
+        ..PushReport::default()
+    };
+
+    let held: HashMap<i64, Held> = pg
+        .client
+        .query(
+            "SELECT file_id, sig, base, max_rowid, entries FROM push_files WHERE src = $1",
+            &[&src],
+        )
+        .map_err(err)?
+        .into_iter()
+        .map(|row| {
+            let held = Held {
+                sig: row.get(1),
+                base: row.get(2),
+                max_rowid: row.get(3),
+                entries: row.get(4),
+            };
+            (row.get(0), held)
+        })
+        .collect();
+    let files = writer.push_files(&machine.name)?;
+    let present: HashSet<i64> = files.iter().map(|file| file.file_id).collect();
+    let gone: Vec<i64> = held
+        .keys()
+        .filter(|id| !present.contains(id))
+        .copied()
+        .collect();
+    // Each changed file with the entry after which its rows are sent: 0
+    // for all of them, else the last one sent when the file only grew
+    // since (same base, and every entry sent then still there).
+    let mut changed = Vec::new();
+    for file in &files {
+        let after = match held.get(&file.file_id) {
+            Some(held) if held.sig == file.sig => continue,
+            Some(held)
+                if held.base == file.base
+                    && held.max_rowid > 0
+                    && file.max_rowid >= held.max_rowid
+                    && writer.entries_up_to(file.file_id, held.max_rowid)? == held.entries =>
+            {
+                held.max_rowid
+            }
+            _ => 0,
+        };
+        changed.push((file, after));
+    }
+    report.files_unchanged = (files.len() - changed.len()) as u64;
+
+    if !gone.is_empty() {
+        let mut tx = pg.client.transaction().map_err(err)?;
+        delete_files(&mut tx, src, &gone, |_| true).map_err(err)?;
+        tx.execute(
+            "DELETE FROM push_files WHERE src = $1 AND file_id = ANY($2)",
+            &[&src, &gone],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+        report.files_deleted = gone.len() as u64;
+        let done: Vec<(i64, Option<&str>)> = gone.iter().map(|id| (*id, None)).collect();
+        writer.record_pushed(&target, &done)?;
+    }
+
+    let batch_bytes = fault::batch_bytes(BATCH_BYTES);
+    let mut rest = changed.as_slice();
+    let mut buf = Vec::with_capacity(1 << 17);
+    while !rest.is_empty() {
+        let mut take = 0;
+        let mut bytes = 0u64;
+        while take < rest.len() && take < BATCH_FILES && (take == 0 || bytes < batch_bytes) {
+            bytes += rest[take].0.bytes.max(0) as u64;
+            take += 1;
+        }
+        let (batch, later) = rest.split_at(take);
+        rest = later;
+        let ids: Vec<i64> = batch.iter().map(|(file, _)| file.file_id).collect();
+        let (whole, grew): (Vec<i64>, Vec<i64>) = {
+            let (whole, grew): (Vec<_>, Vec<_>) = batch.iter().partition(|(_, after)| *after == 0);
+            let ids =
+                |files: Vec<&(&PushFile, i64)>| files.iter().map(|(f, _)| f.file_id).collect();
+            (ids(whole), ids(grew))
+        };
+
+        let mut tx = pg.client.transaction().map_err(err)?;
+        // Files sent whole lose all their rows; files that grew keep their
+        // entries' rows, which the new ones follow.
+        delete_files(&mut tx, src, &whole, |_| true).map_err(err)?;
+        delete_files(&mut tx, src, &grew, |table| !table.appends()).map_err(err)?;
+        for table in PushTable::ALL {
+            let sql = format!(
+                "COPY {} (src, {}) FROM STDIN",
+                table.name(),
+                table.columns()
+            );
+            let mut copy = tx.copy_in(&sql).map_err(err)?;
+            let copy_err = |source| PgError::Copy {
+                url: target.clone(),
+                source,
+            };
+            for (file, after) in batch {
+                let after = if table.appends() { *after } else { 0 };
+                writer.push_rows(table, file.file_id, &machine.name, after, |values| {
+                    encode_row(&mut buf, src, values);
+                    report.rows_sent += 1;
+                    if buf.len() >= 1 << 16 {
+                        copy.write_all(&buf).map_err(copy_err)?;
+                        buf.clear();
+                    }
+                    Ok::<(), PgError>(())
+                })?;
+            }
+            copy.write_all(&buf).map_err(copy_err)?;
+            buf.clear();
+            copy.finish().map_err(err)?;
+        }
+        let sigs: Vec<&str> = batch.iter().map(|(file, _)| file.sig.as_str()).collect();
+        let bases: Vec<&str> = batch.iter().map(|(file, _)| file.base.as_str()).collect();
+        let max_rowids: Vec<i64> = batch.iter().map(|(file, _)| file.max_rowid).collect();
+        let entries: Vec<i64> = batch.iter().map(|(file, _)| file.entries).collect();
+        tx.execute(
+            "INSERT INTO push_files(src, file_id, sig, base, max_rowid, entries)
+             SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
+             ON CONFLICT (src, file_id) DO UPDATE
+               SET sig = excluded.sig, base = excluded.base, max_rowid = excluded.max_rowid,
+                   entries = excluded.entries, pushed_at = now()",
+            &[&src, &ids, &sigs, &bases, &max_rowids, &entries],
+        )
+        .map_err(err)?;
+        fault::reached(fault::Point::PushCopy);
+        tx.commit().map_err(err)?;
+        fault::reached(fault::Point::Push);
+        let done: Vec<(i64, Option<&str>)> = batch
+            .iter()
+            .map(|(file, _)| (file.file_id, Some(file.sig.as_str())))
+            .collect();
+        writer.record_pushed(&target, &done)?;
+        report.files_sent += batch.len() as u64;
+        report.files_appended += grew.len() as u64;
+        report.source_bytes += bytes;
+        report.batches += 1;
+    }
+
+    pg.client
+        .execute(
+            "UPDATE machines SET last_push = now() WHERE src = $1",
+            &[&src],
+        )
+        .map_err(err)?;
+    pg.client
+        .execute("SELECT pg_advisory_unlock($1, $2)", &[&PUSH_LOCK, &src])
+        .map_err(err)?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// What the store holds of one file (its `push_files` row).
+struct Held {
+    sig: String,
+    base: String,
+    max_rowid: i64,
+    entries: i64,
+}
+
+/// Deletes the rows of these files of machine `src` from the tables `which`
+/// picks.
+fn delete_files(
+    tx: &mut postgres::Transaction<'_>,
+    src: i32,
+    ids: &[i64],
+    which: impl Fn(PushTable) -> bool,
+) -> Result<(), postgres::Error> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    for table in PushTable::ALL.into_iter().filter(|table| which(*table)) {
+        tx.execute(
+            &format!(
+                "DELETE FROM {} WHERE src = $1 AND file_id = ANY($2)",
+                table.name()
+            ),
+            &[&src, &ids],
+        )?;
+    }
+    Ok(())
+}
+
+/// One row in COPY's text format: tab-separated, `\N` for NULL, with
+/// backslash escapes. PostgreSQL text cannot hold NUL: it becomes U+FFFD.
+fn encode_row(buf: &mut Vec<u8>, src: i32, values: &[ValueRef<'_>]) {
+    buf.extend_from_slice(src.to_string().as_bytes());
+    for value in values {
+        buf.push(b'\t');
+        match value {
+            ValueRef::Null | ValueRef::Blob(_) => buf.extend_from_slice(b"\\N"),
+            ValueRef::Integer(i) => buf.extend_from_slice(i.to_string().as_bytes()),
+            ValueRef::Real(f) => {
+                let text = if f.is_nan() {
+                    "NaN".to_owned()
+                } else if f.is_infinite() {
+                    if *f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
+                } else {
+                    f.to_string()
+                };
+                buf.extend_from_slice(text.as_bytes());
+            }
+            ValueRef::Text(bytes) => escape_text(buf, &String::from_utf8_lossy(bytes)),
+        }
+    }
+    buf.push(b'\n');
+}
+
+fn escape_text(buf: &mut Vec<u8>, text: &str) {
+    for &b in text.as_bytes() {
+        match b {
+            b'\\' => buf.extend_from_slice(b"\\\\"),
+            b'\t' => buf.extend_from_slice(b"\\t"),
+            b'\n' => buf.extend_from_slice(b"\\n"),
+            b'\r' => buf.extend_from_slice(b"\\r"),
+            0 => buf.extend_from_slice("\u{FFFD}".as_bytes()),
+            _ => buf.push(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_text_escapes_what_copy_reads_specially() {
+        let mut buf = Vec::new();
+        encode_row(
+            &mut buf,
+            7,
+            &[
+                ValueRef::Null,
+                ValueRef::Integer(-3),
+                ValueRef::Real(0.1),
+                ValueRef::Text(b"a\tb\\c\nd\0"),
+            ],
+        );
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "7\t\\N\t-3\t0.1\ta\\tb\\\\c\\nd\u{FFFD}\n"
+        );
+    }
+}

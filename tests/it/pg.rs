@@ -1,0 +1,614 @@
+//! `piidx push` and `--pg` against a real PostgreSQL server: a throw-away
+//! cluster (initdb + pg_ctl) in a temporary directory, on a Unix socket
+//! there, shared by these tests and stopped when the test process exits.
+//! Every test makes its own databases in it.
+//!
+//! The expected values are the SQLite index's own answers (the CLI without
+//! `--pg`), and a fresh push of the same index into an empty database.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+
+use crate::util::{Env, fixtures};
+
+/// The tables a push fills.
+const TABLES: &[&str] = &[
+    "files",
+    "sessions",
+    "entries",
+    "message_meta",
+    "message_text",
+    "tool_call_meta",
+    "usage_records",
+    "subagent_runs",
+];
+
+struct Cluster {
+    /// Holds the data directory and the socket.
+    dir: PathBuf,
+    pg_ctl: PathBuf,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
+
+/// Where Debian's package (or a local build) keeps initdb and pg_ctl.
+fn pg_bin(name: &str) -> PathBuf {
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|dirs| {
+            dirs.filter_map(|dir| dir.ok())
+                .map(|dir| dir.path().join("bin").join(name))
+                .filter(|path| path.exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.sort();
+    if let Some(found) = candidates.pop() {
+        return found;
+    }
+    for dir in ["/usr/local/bin", "/usr/bin"] {
+        let path = Path::new(dir).join(name);
+        if path.exists() {
+            return path;
+        }
+    }
+    panic!("{name} not found: install Debian's postgresql package (.ci/run does)");
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A command run as the cluster's owner: initdb refuses root, so as root
+/// it runs as the `postgres` user.
+fn as_owner(program: &Path) -> Command {
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+fn check(output: Output, what: &str) -> Output {
+    assert!(
+        output.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+extern "C" fn stop_cluster() {
+    if let Some(cluster) = CLUSTER.get() {
+        let _ = as_owner(&cluster.pg_ctl)
+            .arg("-D")
+            .arg(cluster.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&cluster.dir);
+    }
+}
+
+fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("piidx-pg-")
+            .tempdir()
+            .expect("tempdir")
+            .keep();
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).expect("data dir");
+        if is_root() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            check(
+                Command::new("chown")
+                    .args(["-R", "postgres"])
+                    .arg(&dir)
+                    .output()
+                    .expect("chown"),
+                "chown",
+            );
+        }
+        check(
+            as_owner(&pg_bin("initdb"))
+                .arg("-D")
+                .arg(&data)
+                .args([
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "-E",
+                    "UTF8",
+                    "--locale=C.UTF-8",
+                ])
+                .output()
+                .expect("run initdb"),
+            "initdb",
+        );
+        let pg_ctl = pg_bin("pg_ctl");
+        let options = format!(
+            "-k {} -c listen_addresses='' -c fsync=off -c max_connections=50",
+            dir.display()
+        );
+        check(
+            as_owner(&pg_ctl)
+                .arg("-D")
+                .arg(&data)
+                .args(["-o", &options, "-l"])
+                .arg(data.join("log"))
+                .args(["-w", "start"])
+                .output()
+                .expect("run pg_ctl"),
+            "pg_ctl start",
+        );
+        // SAFETY: registering a plain extern "C" fn.
+        unsafe {
+            libc::atexit(stop_cluster);
+        }
+        Cluster { dir, pg_ctl }
+    })
+}
+
+/// A new, empty database in the shared cluster: its connection string.
+fn new_database() -> String {
+    let cluster = cluster();
+    let name = format!("t{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
+    let admin = format!(
+        "host={} user=postgres dbname=postgres",
+        cluster.dir.display()
+    );
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("create database");
+    format!("host={} user=postgres dbname={name}", cluster.dir.display())
+}
+
+fn connect(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).expect("connect")
+}
+
+fn push(env: &Env, url: &str) -> Value {
+    let out = env.run(&["push", url, "--json"]);
+    check(out.clone(), "piidx push");
+    serde_json::from_slice(&out.stdout).expect("push --json")
+}
+
+fn json(env: &Env, args: &[&str]) -> Value {
+    let out = env.run(args);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "piidx {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json output")
+}
+
+/// Every table's rows (without the store's machine id), sorted: what a
+/// store holds, comparable between databases.
+fn dump(url: &str) -> BTreeMap<&'static str, Vec<String>> {
+    let mut client = connect(url);
+    let mut out = BTreeMap::new();
+    for table in TABLES.iter().chain(&["push_files"]) {
+        let rows = client
+            .query(
+                &format!("SELECT (to_jsonb(t) - 'src' - 'pushed_at')::text FROM {table} t"),
+                &[],
+            )
+            .expect("dump");
+        let mut rows: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+        rows.sort();
+        out.insert(*table, rows);
+    }
+    out
+}
+
+/// Rows per table of one machine (by its label) in the store.
+fn store_counts(url: &str, machine: &str) -> BTreeMap<&'static str, i64> {
+    let mut client = connect(url);
+    TABLES
+        .iter()
+        .map(|table| {
+            let count: i64 = client
+                .query_one(
+                    &format!(
+                        "SELECT count(*) FROM {table} t
+                          WHERE (t.src, t.file_id) IN
+                                (SELECT src, file_id FROM files WHERE machine = $1)"
+                    ),
+                    &[&machine],
+                )
+                .expect("count")
+                .get(0);
+            (*table, count)
+        })
+        .collect()
+}
+
+/// The same counts from the index, the files of `root` only.
+fn index_counts(env: &Env, root: &str) -> BTreeMap<&'static str, i64> {
+    TABLES
+        .iter()
+        .map(|table| {
+            let source = match *table {
+                "message_text" => "v_message_text",
+                other => other,
+            };
+            let sql = format!(
+                "SELECT count(*) FROM {source} t WHERE t.file_id IN
+                   (SELECT f.file_id FROM files f JOIN sessions s ON s.file_id = f.file_id
+                     WHERE f.status = 'indexed' AND f.root = '{root}')"
+            );
+            (*table, env.count(&sql))
+        })
+        .collect()
+}
+
+fn root_of(env: &Env) -> String {
+    env.root.to_string_lossy().into_owned()
+}
+
+#[test]
+fn two_machines_push_what_their_indexes_answer() {
+    let url = new_database();
+    // Machine alpha: its own sessions.
+    let alpha = Env::with_fixture("sessions");
+    let alpha_root = root_of(&alpha);
+    check(
+        alpha.run(&["sync", "--root", &alpha_root, "--machine", "alpha", "-q"]),
+        "sync alpha",
+    );
+    // Machine beta: its own sessions, plus a tree copied from a laptop.
+    let beta = Env::with_fixture("pi152");
+    let beta_root = root_of(&beta);
+    let laptop_root = beta.dir.path().join("laptop");
+    crate::util::copy_tree(&fixtures().join("subagents"), &laptop_root);
+    let laptop_root = laptop_root.to_string_lossy().into_owned();
+    check(beta.run(&["sync", "--root", &beta_root, "-q"]), "sync beta");
+    check(beta.run(&["sync", "--machine", "beta", "-q"]), "name beta");
+    check(
+        beta.run(&["sync", "--root", &laptop_root, "--machine", "laptop", "-q"]),
+        "sync laptop",
+    );
+
+    push(&alpha, &url);
+    push(&beta, &url);
+
+    assert_eq!(
+        store_counts(&url, "alpha"),
+        index_counts(&alpha, &alpha_root)
+    );
+    assert_eq!(store_counts(&url, "beta"), index_counts(&beta, &beta_root));
+    assert_eq!(
+        store_counts(&url, "laptop"),
+        index_counts(&beta, &laptop_root)
+    );
+    assert!(index_counts(&beta, &laptop_root)["subagent_runs"] > 0);
+
+    // Usage: each machine's totals are its index's; the store's, the sum.
+    let alpha_usage = json(&alpha, &["usage", "--by", "model", "--json"]);
+    let beta_usage = json(&beta, &["usage", "--by", "model", "--json"]);
+    let pg_alpha = json(
+        &alpha,
+        &[
+            "usage",
+            "--by",
+            "model",
+            "--json",
+            "--pg",
+            &url,
+            "--machine",
+            "alpha",
+        ],
+    );
+    // Sums of dollars in another order may differ in the last digit.
+    let without_cost = |rows: &Value| -> (Value, Vec<f64>) {
+        let mut rows = rows.clone();
+        let mut costs = Vec::new();
+        for row in rows.as_array_mut().expect("usage rows") {
+            for field in ["cost", "subagent_cost"] {
+                costs.push(row[field].as_f64().unwrap_or(0.0));
+                row[field] = Value::Null;
+            }
+        }
+        (rows, costs)
+    };
+    let (pg_rows, pg_costs) = without_cost(&pg_alpha);
+    let (index_rows, index_costs) = without_cost(&alpha_usage);
+    assert_eq!(pg_rows, index_rows);
+    for (a, b) in pg_costs.iter().zip(&index_costs) {
+        assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{a} vs {b}");
+    }
+    let pg_all = json(&alpha, &["usage", "--by", "day", "--json", "--pg", &url]);
+    // `--json` prints the rows: the total is their sum.
+    let total = |rows: &Value, field: &str| -> i64 {
+        rows.as_array()
+            .expect("usage rows")
+            .iter()
+            .map(|row| row[field].as_i64().unwrap_or(0))
+            .sum()
+    };
+    for field in [
+        "records",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "subagent_runs",
+    ] {
+        assert_eq!(
+            total(&pg_all, field),
+            total(&alpha_usage, field) + total(&beta_usage, field),
+            "{field}"
+        );
+    }
+    assert!(total(&pg_all, "records") > 0);
+
+    // Sessions: alpha's list is its index's, in the same order.
+    let sessions = json(&alpha, &["sessions", "--all", "--json"]);
+    let pg_sessions = json(
+        &alpha,
+        &[
+            "sessions",
+            "--all",
+            "--json",
+            "--pg",
+            &url,
+            "--machine",
+            "alpha",
+        ],
+    );
+    assert_eq!(pg_sessions, sessions);
+    let laptop_sessions = json(
+        &beta,
+        &[
+            "sessions",
+            "--all",
+            "--json",
+            "--pg",
+            &url,
+            "--machine",
+            "laptop",
+        ],
+    );
+    assert_eq!(
+        laptop_sessions.as_array().map(Vec::len),
+        Some(index_counts(&beta, &laptop_root)["sessions"] as usize)
+    );
+
+    // Tools: alpha's statistics are its index's.
+    assert_eq!(
+        json(
+            &alpha,
+            &["tools", "--json", "--pg", &url, "--machine", "alpha"]
+        ),
+        json(&alpha, &["tools", "--json"])
+    );
+    // Subagent runs: beta's index holds beta's and the laptop's; the store
+    // has no artifact files, so `artifacts_missing` is left out.
+    let runs = |value: Value| -> Vec<String> {
+        let mut runs: Vec<String> = value
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|run| {
+                let mut run = run.clone();
+                run["artifacts_missing"] = Value::Null;
+                run.to_string()
+            })
+            .collect();
+        runs.sort();
+        runs
+    };
+    let mut pg_runs = runs(json(
+        &beta,
+        &["subagents", "--json", "--pg", &url, "--machine", "laptop"],
+    ));
+    assert!(!pg_runs.is_empty());
+    pg_runs.extend(runs(json(
+        &beta,
+        &["subagents", "--json", "--pg", &url, "--machine", "beta"],
+    )));
+    pg_runs.sort();
+    assert_eq!(pg_runs, runs(json(&beta, &["subagents", "--json"])));
+
+    // Search: the known words are found in the sessions the index finds
+    // them in (user and assistant messages, which the store holds).
+    for word in ["crate", "Cargo.toml", "parse_line_offset", "桜餅テスト"] {
+        let session_ids = |hits: &Value| -> std::collections::BTreeSet<String> {
+            hits.as_array()
+                .expect("hits")
+                .iter()
+                .map(|hit| hit["session_id"].as_str().unwrap_or("").to_owned())
+                .collect()
+        };
+        let local = json(
+            &alpha,
+            &[
+                "search",
+                word,
+                "--role",
+                "user",
+                "--role",
+                "assistant",
+                "--json",
+                "-n",
+                "500",
+            ],
+        );
+        let remote = json(
+            &alpha,
+            &[
+                "search",
+                word,
+                "--json",
+                "-n",
+                "500",
+                "--pg",
+                &url,
+                "--machine",
+                "alpha",
+            ],
+        );
+        assert!(!session_ids(&local).is_empty(), "{word} is in the fixtures");
+        assert_eq!(session_ids(&remote), session_ids(&local), "{word}");
+        let first = &remote[0];
+        assert!(
+            first["snippet"].as_str().unwrap_or("").contains('\u{ab}'),
+            "{first}"
+        );
+    }
+
+    // Read-only SQL.
+    let out = alpha.run(&["sql", "--pg", &url, "DELETE FROM sessions"]);
+    assert!(!out.status.success());
+    let out = check(
+        alpha.run(&[
+            "sql",
+            "--pg",
+            &url,
+            "--json",
+            "SELECT machine, count(*) AS n FROM sessions GROUP BY machine ORDER BY machine",
+        ]),
+        "sql --pg",
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let machines: Vec<&str> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|row| row["machine"].as_str())
+        .collect();
+    assert_eq!(machines, ["alpha", "beta", "laptop"]);
+}
+
+#[test]
+fn a_push_after_appends_rewrites_and_deletions_equals_a_fresh_push() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+
+    let files = crate::util::jsonl_files(&env.root);
+    assert!(files.len() >= 4);
+    // Append a message to one file.
+    let appended = &files[0];
+    let mut text = std::fs::read_to_string(appended).expect("read");
+    text.push_str(
+        r#"{"type":"message","id":"pgappend1","parentId":null,"timestamp":"2026-11-01T00:00:00.000Z","message":{"role":"user","content":"zanzibar appended words","timestamp":1793491200000}}"#,
+    );
+    text.push('\n');
+    std::fs::write(appended, text).expect("append");
+    // Rewrite another (same length, other words: re-indexed from scratch).
+    let rewritten = &files[1];
+    let old = std::fs::read_to_string(rewritten).expect("read");
+    std::fs::write(rewritten, old.replacen("a", "o", 40)).expect("rewrite");
+    // Delete a third.
+    std::fs::remove_file(&files[2]).expect("delete");
+    env.sync();
+    let report = push(&env, &url);
+    assert_eq!(report["files_deleted"], 1, "{report}");
+    assert!(report["files_sent"].as_u64() >= Some(2), "{report}");
+    // The appended file keeps its entries in the store and gets the new one.
+    assert_eq!(report["files_appended"], 1, "{report}");
+
+    let fresh = new_database();
+    push(&env, &fresh);
+    assert_eq!(dump(&url), dump(&fresh));
+    let hits = json(&env, &["search", "zanzibar", "--json", "--pg", &url]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(1));
+    // Nothing changed: nothing sent.
+    let again = push(&env, &url);
+    assert_eq!(again["files_sent"], 0, "{again}");
+}
+
+#[test]
+fn a_killed_push_converges_on_the_next_without_duplicates() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let fresh = new_database();
+    push(&env, &fresh);
+    let expected = dump(&fresh);
+    // One file per batch: the kill points fall between files.
+    for point in ["push_copy", "push"] {
+        for n in [1, 2, 5] {
+            let url = new_database();
+            let out = env
+                .command(&["push", &url, "--json"])
+                .env("PIIDX_TEST_BATCH_BYTES", "1")
+                .env("PIIDX_TEST_KILL_AT", format!("{point}:{n}"))
+                .output()
+                .expect("run push");
+            assert_eq!(
+                std::os::unix::process::ExitStatusExt::signal(&out.status),
+                Some(libc::SIGKILL),
+                "{point}:{n} was reached"
+            );
+            let report = push(&env, &url);
+            let committed = if point == "push" { n } else { n - 1 };
+            let total = report["files_sent"].as_u64().unwrap_or(0)
+                + report["files_unchanged"].as_u64().unwrap_or(0);
+            assert_eq!(
+                report["files_unchanged"].as_u64(),
+                Some(committed),
+                "{point}:{n}: {report}"
+            );
+            assert!(total > committed);
+            assert_eq!(dump(&url), expected, "{point}:{n}");
+        }
+    }
+}
+
+#[test]
+fn three_machines_push_into_one_store_at_once() {
+    let url = new_database();
+    let envs: Vec<(Env, &str)> = [("sessions", "m1"), ("pi152", "m2"), ("subagents", "m3")]
+        .into_iter()
+        .map(|(fixture, machine)| {
+            let env = Env::with_fixture(fixture);
+            let root = root_of(&env);
+            check(
+                env.run(&["sync", "--root", &root, "--machine", machine, "-q"]),
+                "sync",
+            );
+            (env, machine)
+        })
+        .collect();
+    // Small batches, so the pushes' transactions interleave.
+    let children: Vec<_> = envs
+        .iter()
+        .map(|(env, _)| {
+            env.command(&["push", &url, "--json"])
+                .env("PIIDX_TEST_BATCH_BYTES", "1")
+                .spawn()
+                .expect("spawn push")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success());
+    }
+    for (env, machine) in &envs {
+        assert_eq!(
+            store_counts(&url, machine),
+            index_counts(env, &root_of(env)),
+            "{machine}"
+        );
+    }
+    let mut client = connect(&url);
+    let machines: i64 = client
+        .query_one("SELECT count(*) FROM machines", &[])
+        .expect("machines")
+        .get(0);
+    assert_eq!(machines, 3);
+}
