@@ -66,20 +66,24 @@ CREATE TABLE message_meta(
 );
 CREATE INDEX message_meta_file ON message_meta(src, file_id);
 
--- The conversation's text (SQLite's `v_message_text` / `message_fts`):
--- user and assistant messages. `tsv` is its word index ('simple': lower
--- case, no stemming, as SQLite's unicode61); a tsvector holds at most 1 MB,
--- so only a message's first 256 KiB are indexed.
-CREATE TABLE message_text(
-  src integer NOT NULL, entry_rowid bigint NOT NULL, file_id bigint NOT NULL,
-  session_id text, entry_id text, line_no bigint, role text, timestamp_ms bigint,
-  model text, text text NOT NULL,
-  tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', left(text, 262144))) STORED,
-  PRIMARY KEY (src, entry_rowid)
+-- Every text piidx searches (SQLite's `chunks` and their bodies,
+-- `fts_content`): messages, thinking, tool calls and results, bash output,
+-- summaries, custom messages... one row per chunk of at most 32 KiB, as the
+-- index's full-text shards hold them, with what the search filters read:
+-- the entry's type, the message's role and model, the chunk's kind and
+-- tool. `tsv` is its word index ('simple': lower case, no stemming, as
+-- SQLite's unicode61).
+CREATE TABLE texts(
+  src integer NOT NULL, chunk_id bigint NOT NULL, entry_rowid bigint NOT NULL,
+  file_id bigint NOT NULL, session_id text, entry_id text, line_no bigint,
+  entry_type text, message_role text, kind text NOT NULL, tool_name text,
+  json_path text NOT NULL, start bigint NOT NULL, timestamp_ms bigint, model text,
+  text text NOT NULL,
+  tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+  PRIMARY KEY (src, chunk_id)
 );
-CREATE INDEX message_text_file ON message_text(src, file_id);
-CREATE INDEX message_text_tsv ON message_text USING gin (tsv);
-CREATE INDEX message_text_time ON message_text(timestamp_ms);
+CREATE INDEX texts_file ON texts(src, file_id);
+CREATE INDEX texts_tsv ON texts USING gin (tsv);
 
 CREATE TABLE tool_call_meta(
   src integer NOT NULL, entry_rowid bigint NOT NULL, json_path text NOT NULL,

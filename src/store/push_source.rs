@@ -42,7 +42,7 @@ pub enum PushTable {
     Sessions,
     Entries,
     MessageMeta,
-    MessageText,
+    Texts,
     ToolCalls,
     Usage,
     SubagentRuns,
@@ -54,7 +54,7 @@ impl PushTable {
         PushTable::Sessions,
         PushTable::Entries,
         PushTable::MessageMeta,
-        PushTable::MessageText,
+        PushTable::Texts,
         PushTable::ToolCalls,
         PushTable::Usage,
         PushTable::SubagentRuns,
@@ -67,7 +67,7 @@ impl PushTable {
     pub fn appends(self) -> bool {
         matches!(
             self,
-            PushTable::Entries | PushTable::MessageMeta | PushTable::MessageText
+            PushTable::Entries | PushTable::MessageMeta | PushTable::Texts
         )
     }
 
@@ -78,7 +78,7 @@ impl PushTable {
             PushTable::Sessions => "sessions",
             PushTable::Entries => "entries",
             PushTable::MessageMeta => "message_meta",
-            PushTable::MessageText => "message_text",
+            PushTable::Texts => "texts",
             PushTable::ToolCalls => "tool_call_meta",
             PushTable::Usage => "usage_records",
             PushTable::SubagentRuns => "subagent_runs",
@@ -107,8 +107,9 @@ impl PushTable {
                  cache_read_tokens, cache_write_tokens, total_tokens, cost_total, tool_call_id, \
                  tool_name, is_error, exit_code, custom_type, text_len"
             }
-            PushTable::MessageText => {
-                "entry_rowid, file_id, session_id, entry_id, line_no, role, timestamp_ms, model, text"
+            PushTable::Texts => {
+                "chunk_id, entry_rowid, file_id, session_id, entry_id, line_no, entry_type, \
+                 message_role, kind, tool_name, json_path, start, timestamp_ms, model, text"
             }
             PushTable::ToolCalls => {
                 "entry_rowid, json_path, block_index, file_id, session_id, entry_id, call_id, name, \
@@ -166,27 +167,17 @@ impl PushTable {
                    FROM message_meta
                   WHERE file_id = ?1 AND ?2 IS NOT NULL AND entry_rowid > ?3"
             }
-            // The conversation's text, as `v_message_text` (migration 0015)
-            // and so `message_fts` have it: user and assistant messages,
-            // their text blocks joined by a newline.
-            PushTable::MessageText => {
-                "SELECT entry_rowid, file_id, session_id, entry_id, line_no, role, timestamp_ms,
-                        model, text
-                   FROM (SELECT m.entry_rowid, m.file_id, m.session_id, m.entry_id, e.line_no,
-                                m.role, m.timestamp_ms, m.model,
-                                (SELECT group_concat(t.text, char(10))
-                                   FROM (SELECT json_extract(e.raw, c.json_path) AS text
-                                           FROM chunks c
-                                          WHERE c.entry_rowid = m.entry_rowid AND c.start = 0
-                                            AND c.fts_rowid IS NULL
-                                            AND c.kind IN ('user', 'assistant')
-                                            AND (c.json_path = '$.message.content'
-                                                 OR c.json_path LIKE '$.message.content[%')
-                                          ORDER BY c.chunk_id) t) AS text
-                           FROM message_meta m JOIN entries e ON e.entry_rowid = m.entry_rowid
-                          WHERE m.file_id = ?1 AND ?2 IS NOT NULL AND m.entry_rowid > ?3
-                            AND m.role IN ('user', 'assistant'))
-                  WHERE text <> ''"
+            // Every text the index searches, chunk by chunk, with the
+            // body its full-text shards were given (`fts_content`).
+            PushTable::Texts => {
+                "SELECT c.chunk_id, c.entry_rowid, c.file_id, e.session_id, e.entry_id, e.line_no,
+                        e.type, mm.role, c.kind, c.tool_name, c.json_path, c.start,
+                        e.timestamp_ms, mm.model, b.body
+                   FROM chunks c JOIN entries e ON e.entry_rowid = c.entry_rowid
+                   LEFT JOIN message_meta mm ON mm.entry_rowid = c.entry_rowid
+                   JOIN fts_content b ON b.chunk_id = c.chunk_id
+                  WHERE c.file_id = ?1 AND ?2 IS NOT NULL AND c.entry_rowid > ?3
+                    AND b.body <> ''"
             }
             PushTable::ToolCalls => {
                 "SELECT entry_rowid, json_path, block_index, file_id, session_id, entry_id, call_id,

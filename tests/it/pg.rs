@@ -22,7 +22,7 @@ const TABLES: &[&str] = &[
     "sessions",
     "entries",
     "message_meta",
-    "message_text",
+    "texts",
     "tool_call_meta",
     "usage_records",
     "subagent_runs",
@@ -242,7 +242,7 @@ fn index_counts(env: &Env, root: &str) -> BTreeMap<&'static str, i64> {
         .iter()
         .map(|table| {
             let source = match *table {
-                "message_text" => "v_message_text",
+                "texts" => "chunks",
                 other => other,
             };
             let sql = format!(
@@ -423,8 +423,18 @@ fn two_machines_push_what_their_indexes_answer() {
     assert_eq!(pg_runs, runs(json(&beta, &["subagents", "--json"])));
 
     // Search: the known words are found in the sessions the index finds
-    // them in (user and assistant messages, which the store holds).
-    for word in ["crate", "Cargo.toml", "parse_line_offset", "桜餅テスト"] {
+    // them in, whatever holds them (messages, thinking, tool output), and
+    // with the same filters.
+    for (word, filter) in [
+        ("crate", &[][..]),
+        ("Cargo.toml", &[]),
+        ("parse_line_offset", &[]),
+        ("桜餅テスト", &[]),
+        ("crate", &["--role", "user", "--role", "assistant"]),
+        ("ibexquartz", &["--role", "tool_result"]),
+        ("edition", &["--tool", "read"]),
+        ("compile", &["--role", "bash,tool_result"]),
+    ] {
         let session_ids = |hits: &Value| -> std::collections::BTreeSet<String> {
             hits.as_array()
                 .expect("hits")
@@ -432,36 +442,29 @@ fn two_machines_push_what_their_indexes_answer() {
                 .map(|hit| hit["session_id"].as_str().unwrap_or("").to_owned())
                 .collect()
         };
-        let local = json(
-            &alpha,
-            &[
-                "search",
-                word,
-                "--role",
-                "user",
-                "--role",
-                "assistant",
-                "--json",
-                "-n",
-                "500",
-            ],
-        );
+        let args = [&["search", word, "--json", "-n", "500"][..], filter].concat();
+        let local = json(&alpha, &args);
         let remote = json(
             &alpha,
-            &[
-                "search",
-                word,
-                "--json",
-                "-n",
-                "500",
-                "--pg",
-                &url,
-                "--machine",
-                "alpha",
-            ],
+            &[&args[..], &["--pg", &url, "--machine", "alpha"]].concat(),
         );
-        assert!(!session_ids(&local).is_empty(), "{word} is in the fixtures");
-        assert_eq!(session_ids(&remote), session_ids(&local), "{word}");
+        assert!(
+            !session_ids(&local).is_empty(),
+            "{word} {filter:?} is in the fixtures"
+        );
+        assert_eq!(
+            session_ids(&remote),
+            session_ids(&local),
+            "{word} {filter:?}"
+        );
+        let kinds = |hits: &Value| -> std::collections::BTreeSet<String> {
+            hits.as_array()
+                .expect("hits")
+                .iter()
+                .map(|hit| format!("{} {}", hit["role"], hit["tool_name"]))
+                .collect()
+        };
+        assert_eq!(kinds(&remote), kinds(&local), "{word} {filter:?}");
         let first = &remote[0];
         assert!(
             first["snippet"].as_str().unwrap_or("").contains('\u{ab}'),

@@ -1,17 +1,20 @@
-//! `piidx search --pg`: the team store's conversation text (`message_text`,
-//! the user and assistant messages `message_fts` holds in the index),
-//! matched with its `tsvector` (GIN), ranked with `ts_rank_cd` and cut into
+//! `piidx search --pg`: the team store's `texts` (every chunk of text the
+//! index's full-text shards hold: messages, thinking, tool calls and
+//! results, bash output, summaries…) matched with their `tsvector` (GIN),
+//! ranked with `ts_rank_cd`, the best chunk of each entry kept, and cut into
 //! snippets with `ts_headline`, as the index's `Hit`s.
 //!
 //! The query language is piidx's (words AND-ed, "phrases", prefix*, OR,
 //! NOT, parentheses), translated here into a `tsquery`; `--raw` passes a
-//! `tsquery` through. What the store does not hold (tool calls and results,
-//! thinking, summaries…) is not searched: `--tool`, `--substring` and other
-//! roles find nothing or are refused.
+//! `tsquery` through. The filters are the index's: `--role` reads the same
+//! conditions (`search::role_condition`) on the same column names.
+//! `--substring` has no word index to use in the store and is refused.
 
 use super::{Params, Pg, PgError, clause, conditions};
 use crate::query::scope::Columns;
-use crate::query::search::{Hit, MARK_CLOSE, MARK_OPEN, SearchOptions, Sort};
+use crate::query::search::{
+    Hit, MARK_CLOSE, MARK_OPEN, SearchError, SearchOptions, Sort, role_condition,
+};
 use crate::time::format_iso_ms;
 
 #[derive(Debug, thiserror::Error)]
@@ -20,10 +23,10 @@ pub enum PgSearchError {
         "the query {0:?} has no searchable words (only punctuation or operators); put a word or a \"quoted phrase\" in it"
     )]
     Empty(String),
-    #[error(
-        "{0} is not available with --pg: the team store holds the conversation's text (user and assistant messages) only"
-    )]
+    #[error("{0} is not available with --pg: the team store has a word index only")]
     Unsupported(&'static str),
+    #[error(transparent)]
+    Filter(#[from] SearchError),
     #[error(transparent)]
     Pg(#[from] PgError),
 }
@@ -184,9 +187,6 @@ pub fn search(
     options: &SearchOptions,
     machine: Option<&str>,
 ) -> Result<Vec<Hit>, PgSearchError> {
-    if options.tool.is_some() {
-        return Err(PgSearchError::Unsupported("--tool"));
-    }
     if options.substring {
         return Err(PgSearchError::Unsupported("--substring"));
     }
@@ -196,64 +196,56 @@ pub fn search(
     } else {
         to_tsquery(&options.query).ok_or_else(|| PgSearchError::Empty(options.query.clone()))?
     };
-    let known_types =
-        options.entry_types.is_empty() || options.entry_types.iter().any(|t| t == "message");
-    let roles: Vec<String> = options
-        .roles
-        .iter()
-        .filter(|r| *r == "user" || *r == "assistant")
-        .cloned()
-        .collect();
-    if !known_types || (!options.roles.is_empty() && roles.is_empty()) || options.limit == 0 {
+    if options.limit == 0 {
         return Ok(Vec::new());
     }
     let mut params = Params::default();
     params.add(tsquery);
-    params.add(options.limit.max(1) as i64);
+    params.add(options.limit as i64);
     let mut conds = conditions(
         &options.scope,
         machine,
-        &Columns::sessions("m.timestamp_ms"),
+        &Columns::sessions("c.timestamp_ms"),
         "s.machine",
         &mut params,
     );
-    if !roles.is_empty() {
-        let n = params.add(roles);
-        conds.push(format!("m.role = ANY(${n})"));
-    }
-    if let Some(model) = &options.model {
-        let n = params.add(model.to_lowercase());
-        conds.push(format!("strpos(lower(m.model), ${n}) > 0"));
-    }
+    conds.extend(filters(options, &mut params)?);
     let order = match options.sort {
-        Sort::Rank => "rank DESC, m.timestamp_ms DESC NULLS LAST, m.src, m.entry_rowid",
-        Sort::Recent => "m.timestamp_ms DESC NULLS LAST, rank DESC, m.src, m.entry_rowid",
+        Sort::Rank => "rank DESC, timestamp_ms DESC NULLS LAST, src, chunk_id",
+        Sort::Recent => "timestamp_ms DESC NULLS LAST, rank DESC, src, chunk_id",
     };
     let sql = format!(
         "WITH q AS (SELECT to_tsquery('simple', $1) AS q),
-         best AS (
-           SELECT m.src, m.entry_rowid, ts_rank_cd(m.tsv, q.q) AS rank
-             FROM message_text m CROSS JOIN q
-             JOIN sessions s ON s.src = m.src AND s.file_id = m.file_id
-            WHERE m.tsv @@ q.q{}
-            ORDER BY {order} LIMIT $2)
-         SELECT s.session_id, s.file_path, s.name, s.first_message, s.cwd, m.entry_id, m.role,
-                m.timestamp_ms, m.line_no, b.rank::float8,
-                ts_headline('simple', left(m.text, 262144), q.q,
-                            'StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}, MaxWords=30, MinWords=12, MaxFragments=1')
+         matches AS (
+           SELECT DISTINCT ON (c.src, c.entry_rowid)
+                  c.src, c.chunk_id, c.timestamp_ms, ts_rank_cd(c.tsv, q.q) AS rank
+             FROM texts c CROSS JOIN q
+             JOIN sessions s ON s.src = c.src AND s.file_id = c.file_id
+            WHERE c.tsv @@ q.q{}
+            ORDER BY c.src, c.entry_rowid, rank DESC, c.chunk_id),
+         best AS (SELECT * FROM matches ORDER BY {order} LIMIT $2)
+         SELECT s.session_id, s.file_path, s.name, s.first_message, s.cwd, c.entry_id, c.kind,
+                c.entry_type, c.timestamp_ms, c.line_no, b.rank::float8,
+                ts_headline('simple', c.text, q.q,
+                            'StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}, MaxWords=30, MinWords=12, MaxFragments=1'),
+                c.tool_name, c.json_path, c.chunk_id
            FROM best b CROSS JOIN q
-           JOIN message_text m ON m.src = b.src AND m.entry_rowid = b.entry_rowid
-           JOIN sessions s ON s.src = m.src AND s.file_id = m.file_id
+           JOIN texts c ON c.src = b.src AND c.chunk_id = b.chunk_id
+           JOIN sessions s ON s.src = c.src AND s.file_id = c.file_id
           ORDER BY {}",
         clause(&conds),
-        order.replace("rank", "b.rank")
+        order
+            .split(", ")
+            .map(|term| format!("b.{term}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let rows = pg.client.query(&sql, &params.refs()).map_err(pg.err())?;
     Ok(rows
         .iter()
         .map(|row| {
-            let rank: f64 = row.get(9);
-            let snippet: String = row.get(10);
+            let rank: f64 = row.get(10);
+            let snippet: String = row.get(11);
             Hit {
                 session_id: row.get::<_, Option<String>>(0).unwrap_or_default(),
                 session_path: row.get::<_, Option<String>>(1).unwrap_or_default(),
@@ -261,9 +253,9 @@ pub fn search(
                 first_message: row.get(3),
                 cwd: row.get::<_, Option<String>>(4).unwrap_or_default(),
                 entry_id: row.get::<_, Option<String>>(5).unwrap_or_default(),
-                role: row.get::<_, Option<String>>(6).unwrap_or_default(),
-                entry_type: "message".to_owned(),
-                timestamp: row.get::<_, Option<i64>>(7).map(format_iso_ms),
+                role: row.get(6),
+                entry_type: row.get::<_, Option<String>>(7).unwrap_or_default(),
+                timestamp: row.get::<_, Option<i64>>(8).map(format_iso_ms),
                 snippet: snippet
                     .chars()
                     .map(|c| {
@@ -276,14 +268,53 @@ pub fn search(
                     .collect(),
                 // Lower is better, as the index's scores.
                 score: -rank,
-                tool_name: None,
-                json_path: "$.message.content".to_owned(),
-                line_no: row.get::<_, Option<i64>>(8).unwrap_or(0),
+                tool_name: row.get(12),
+                json_path: row.get(13),
+                line_no: row.get::<_, Option<i64>>(9).unwrap_or(0),
                 run: None,
-                chunk_id: 0,
+                chunk_id: row.get(14),
             }
         })
         .collect())
+}
+
+/// `--role`, `--type`, `--tool` and `--model` as conditions on `texts c`.
+/// The roles are the index's own conditions: they name `c.kind`, `e.type`
+/// and `mm.role`, which `texts` holds as `kind`, `entry_type` and
+/// `message_role`.
+fn filters(options: &SearchOptions, params: &mut Params) -> Result<Vec<String>, SearchError> {
+    let mut conds = Vec::new();
+    let mut roles = Vec::new();
+    for role in &options.roles {
+        for part in role.split(',').filter(|p| !p.trim().is_empty()) {
+            roles.push(
+                role_condition(part)?
+                    .replace("e.type", "c.entry_type")
+                    .replace("mm.role", "c.message_role"),
+            );
+        }
+    }
+    if !roles.is_empty() {
+        conds.push(format!("({})", roles.join(" OR ")));
+    }
+    if !options.entry_types.is_empty() {
+        let types: Vec<String> = options
+            .entry_types
+            .iter()
+            .map(|t| t.trim().to_owned())
+            .collect();
+        let n = params.add(types);
+        conds.push(format!("c.entry_type = ANY(${n})"));
+    }
+    if let Some(tool) = &options.tool {
+        let n = params.add(tool.to_lowercase());
+        conds.push(format!("lower(c.tool_name) = ${n}"));
+    }
+    if let Some(model) = &options.model {
+        let n = params.add(model.to_lowercase());
+        conds.push(format!("strpos(lower(c.model), ${n}) > 0"));
+    }
+    Ok(conds)
 }
 
 #[cfg(test)]

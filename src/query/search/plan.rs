@@ -13,7 +13,7 @@ use super::{SearchError, SearchOptions};
 use crate::query::scope::Columns;
 
 /// SQL condition for one `--role` value (fixed strings only, never user text).
-pub(super) fn role_condition(role: &str) -> Result<&'static str, SearchError> {
+pub(crate) fn role_condition(role: &str) -> Result<&'static str, SearchError> {
     let normalized = role.trim().to_lowercase().replace('-', "_");
     Ok(match normalized.as_str() {
         "user" => "c.kind = 'user'",
