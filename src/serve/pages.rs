@@ -458,7 +458,9 @@ pub fn session(
         main,
         "<section id=\"transcript\" data-region class=\"pane{t_on}\">"
     );
-    Transcript::new(&tree, &session_id, &mut main).context(&path);
+    let full_href =
+        (!params.flag("full")?).then(|| format!("?{}", params.with(&[("full", "1")], &[])));
+    Transcript::new(&tree, &session_id, &mut main, full_href).context(&path);
     main.push_str("</section>");
     let _ = write!(
         main,
@@ -544,7 +546,14 @@ struct Transcript<'a> {
     tree: &'a SessionTree,
     session: &'a str,
     out: &'a mut String,
+    /// Where the page shows every output whole; `None`: it does.
+    full_href: Option<String>,
 }
+
+/// Bytes of a tool output (or system prompt) shown before it is cut: a
+/// few outputs of megabytes would otherwise make the page slow to send and
+/// to lay out. `?full=1` shows them whole.
+const OUTPUT_SHOWN: usize = 24 * 1024;
 
 fn role_of(message: &Value) -> &str {
     message.get("role").and_then(Value::as_str).unwrap_or("?")
@@ -555,8 +564,38 @@ fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
 }
 
 impl<'a> Transcript<'a> {
-    fn new(tree: &'a SessionTree, session: &'a str, out: &'a mut String) -> Transcript<'a> {
-        Transcript { tree, session, out }
+    fn new(
+        tree: &'a SessionTree,
+        session: &'a str,
+        out: &'a mut String,
+        full_href: Option<String>,
+    ) -> Transcript<'a> {
+        Transcript {
+            tree,
+            session,
+            out,
+            full_href,
+        }
+    }
+
+    /// A tool output, cut after `OUTPUT_SHOWN` bytes unless the page shows
+    /// them whole.
+    fn output(&mut self, text: &str) {
+        let Some(href) = self.full_href.clone().filter(|_| text.len() > OUTPUT_SHOWN) else {
+            self.pre("out", text);
+            return;
+        };
+        let mut end = OUTPUT_SHOWN;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.pre("out", &text[..end]);
+        let _ = write!(
+            self.out,
+            "<div class=\"cutnote\">… {} more bytes · <a href=\"{}\">show outputs in full</a></div>",
+            group_digits((text.len() - end) as i64),
+            esc(&href)
+        );
     }
 
     fn context(&mut self, path: &[usize]) {
@@ -848,7 +887,7 @@ impl<'a> Transcript<'a> {
                     "cmd",
                     &format!("$ {}   (exit {code})", str_of(message, "command")),
                 );
-                self.pre("out", str_of(message, "output"));
+                self.output(str_of(message, "output"));
             }
             other => {
                 let what = match other {
@@ -943,7 +982,7 @@ impl<'a> Transcript<'a> {
         };
         let message = &result.message;
         match message.get("content") {
-            Some(Value::String(text)) => self.pre("out", text),
+            Some(Value::String(text)) => self.output(text),
             Some(Value::Array(blocks)) => {
                 let mut text = String::new();
                 for (i, block) in blocks.iter().enumerate() {
@@ -955,7 +994,7 @@ impl<'a> Transcript<'a> {
                             text.push_str(str_of(block, "text"));
                         }
                         Some("image") => {
-                            self.pre("out", &std::mem::take(&mut text));
+                            self.output(&std::mem::take(&mut text));
                             self.image(
                                 Some(result.node),
                                 block,
@@ -965,7 +1004,7 @@ impl<'a> Transcript<'a> {
                         _ => {}
                     }
                 }
-                self.pre("out", &text);
+                self.output(&text);
             }
             _ => {}
         }
@@ -1015,7 +1054,7 @@ impl<'a> Transcript<'a> {
                     Some(Value::String(t)) => t.clone(),
                     other => tree::content_text(other),
                 };
-                self.pre("out", &text);
+                self.output(&text);
             } else {
                 self.content(None, message.get("content"), "");
                 let calls = message
@@ -1062,7 +1101,7 @@ impl<'a> Transcript<'a> {
             "<details class=\"system\"><summary>{} characters</summary>",
             text.chars().count()
         );
-        self.pre("out", text.trim());
+        self.output(text.trim());
         self.out.push_str("</details>");
     }
 }
@@ -1172,7 +1211,12 @@ fn run_row(run: &SubagentRun, out: &mut String) {
                 out,
                 "<td><a href=\"{}\">{}</a></td>",
                 session_href(parent),
-                esc(&cut(run.parent_name.as_deref().unwrap_or(parent), 40))
+                esc(&cut(
+                    run.parent_name
+                        .as_deref()
+                        .unwrap_or(&parent.chars().take(8).collect::<String>()),
+                    40
+                ))
             );
         }
         None => out.push_str("<td></td>"),
@@ -1275,6 +1319,8 @@ const CHART_W: f64 = 960.0;
 const CHART_H: f64 = 220.0;
 const PAD_L: f64 = 64.0;
 const PAD_B: f64 = 28.0;
+/// Room above the highest bar for its axis label.
+const PAD_T: f64 = 16.0;
 
 /// Bars per period, as inline SVG: cost, or tokens stacked by kind.
 fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
@@ -1300,7 +1346,7 @@ fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
         .fold(0.0_f64, f64::max)
         .max(f64::MIN_POSITIVE);
     let plot_w = CHART_W - PAD_L - 8.0;
-    let plot_h = CHART_H - PAD_B - 8.0;
+    let plot_h = CHART_H - PAD_B - PAD_T;
     let slot = plot_w / rows.len() as f64;
     let bar = (slot * 0.8).max(1.0);
     let label = |v: f64| match series {
@@ -1325,7 +1371,7 @@ fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
     // Grid lines at quarters of the maximum.
     for q in 0..=4 {
         let v = max * f64::from(q) / 4.0;
-        let y = 8.0 + plot_h - plot_h * f64::from(q) / 4.0;
+        let y = PAD_T + plot_h - plot_h * f64::from(q) / 4.0;
         let _ = write!(
             out,
             "<line class=\"grid\" x1=\"{PAD_L}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text class=\"axis\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
@@ -1335,10 +1381,25 @@ fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
             esc(&label(v))
         );
     }
-    let every = (rows.len() / 12).max(1);
+    // A day's label without its year; as many labels as fit (7 units a
+    // character), evenly spaced.
+    let short = |key: &str| -> String {
+        match key.as_bytes() {
+            [_, _, _, _, b'-', _, _, b'-', _, _] => key[5..].to_owned(),
+            _ => key.to_owned(),
+        }
+    };
+    let widest = rows
+        .iter()
+        .map(|r| short(&r.key).chars().count())
+        .max()
+        .unwrap_or(1) as f64
+        * 7.0
+        + 10.0;
+    let every = ((widest / slot).ceil() as usize).max(1);
     for (i, row) in rows.iter().enumerate() {
         let x = PAD_L + slot * i as f64 + (slot - bar) / 2.0;
-        let mut y = 8.0 + plot_h;
+        let mut y = PAD_T + plot_h;
         let values = parts(row);
         for (k, value) in values.iter().enumerate() {
             let h = plot_h * value / max;
@@ -1363,7 +1424,7 @@ fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
                 "<text class=\"axis\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                 x + bar / 2.0,
                 CHART_H - 8.0,
-                esc(&row.key)
+                esc(&short(&row.key))
             );
         }
     }

@@ -19,8 +19,11 @@ pub struct Answer {
     pub content_type: &'static str,
     pub body: Vec<u8>,
     pub cache: &'static str,
-    /// Milliseconds spent answering the query, for `Server-Timing`.
+    /// Milliseconds spent in the query (a search), for `Server-Timing`.
     pub timing: Option<f64>,
+    /// Milliseconds from the parsed request to the answer ready to send:
+    /// query and rendering (`Server-Timing: app`).
+    pub total: Option<f64>,
 }
 
 impl Answer {
@@ -31,6 +34,7 @@ impl Answer {
             body,
             cache: "no-store",
             timing: None,
+            total: None,
         }
     }
 

@@ -146,6 +146,7 @@ impl Server {
             addr: options.addr,
             source,
         })?;
+        no_delay(&listener);
         let http =
             tiny_http::Server::from_listener(listener, None).map_err(|err| ServeError::Start {
                 addr,
@@ -243,8 +244,10 @@ impl Server {
         let context = routes::Context {
             live: self.options.live,
         };
+        let start = std::time::Instant::now();
         match routes::route(local, &context, path, &params) {
-            Reply::Answer(answer) => {
+            Reply::Answer(mut answer) => {
+                answer.total = Some(start.elapsed().as_secs_f64() * 1000.0);
                 if answer.status >= 500 {
                     local.reset();
                 }
@@ -252,6 +255,25 @@ impl Server {
             }
             Reply::Events => self.events.subscribe(request),
         }
+    }
+}
+
+/// Sets TCP_NODELAY on the listener; Linux copies it to every accepted
+/// connection. tiny_http writes an answer's head and body in separate
+/// writes, and Nagle's algorithm held the last one back until the client's
+/// delayed ACK: 40 ms added to every kept-alive request.
+fn no_delay(listener: &TcpListener) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor, an int option and its size.
+    unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&raw const on).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 
@@ -336,8 +358,15 @@ fn respond(request: Request, answer: Answer, cookie: Option<&str>) {
         headers.push(("Content-Security-Policy", routes::CSP.to_owned()));
         headers.push(("X-Frame-Options", "DENY".to_owned()));
     }
-    if let Some(timing) = answer.timing {
-        headers.push(("Server-Timing", format!("query;dur={timing:.3}")));
+    let mut timing = Vec::new();
+    if let Some(ms) = answer.timing {
+        timing.push(format!("query;dur={ms:.3}"));
+    }
+    if let Some(ms) = answer.total {
+        timing.push(format!("app;dur={ms:.3}"));
+    }
+    if !timing.is_empty() {
+        headers.push(("Server-Timing", timing.join(", ")));
     }
     if let Some(token) = cookie {
         headers.push((

@@ -586,6 +586,20 @@ fn pages_in_a_headless_browser() {
             .contains("<script>")
     );
 
+    // Images are served from the index; subagent transcripts are nested
+    // under their tool call.
+    browser.open(&served.url("/s/019c165b"));
+    browser.wait_for(
+        "document.querySelector('#transcript img.img') && document.querySelector('#transcript img.img').complete && document.querySelector('#transcript img.img').naturalWidth > 0",
+        "the session's image",
+    );
+    browser.open(&served.url("/s/0191a0b0-0000-7000-8000-00000000a001"));
+    let nested = browser.eval("document.querySelectorAll('#transcript details.sub .msg').length");
+    assert!(
+        nested.as_u64().unwrap() > 0,
+        "no nested subagent transcript"
+    );
+
     // The session list is Pi's order (`sessions --json`).
     let sessions: Vec<Value> = serde_json::from_slice(&cli(&env, &["sessions", "--json"])).unwrap();
     browser.open(&served.url("/sessions"));
