@@ -80,8 +80,12 @@ fn input(name: &str, label: &str, value: Option<&str>, placeholder: &str) -> Str
     )
 }
 
-fn select(name: &str, label: &str, value: Option<&str>, choices: &[&str]) -> String {
-    let mut out = format!("<label>{label}<select name=\"{name}\"><option value=\"\">any</option>");
+/// A drop-down of `choices`; with `any`, a first choice that sets nothing.
+fn select(name: &str, label: &str, value: Option<&str>, choices: &[&str], any: bool) -> String {
+    let mut out = format!("<label>{label}<select name=\"{name}\">");
+    if any {
+        out.push_str("<option value=\"\">any</option>");
+    }
     for choice in choices {
         let selected = if Some(*choice) == value {
             " selected"
@@ -122,7 +126,22 @@ pub fn search(local: &mut Local, context: &Context, params: &Params) -> Result<A
         esc(q)
     );
     main.push_str("<div class=\"filters\">");
-    main.push_str(&select("role", "kind", params.get("role"), &ROLES));
+    main.push_str(&select("role", "kind", params.get("role"), &ROLES, true));
+    main.push_str(&select(
+        "type",
+        "entry",
+        params.get("type"),
+        &[
+            "message",
+            "compaction",
+            "branch_summary",
+            "custom",
+            "custom_message",
+            "usage",
+            "context_edit",
+        ],
+        true,
+    ));
     main.push_str(&input("tool", "tool", params.get("tool"), "bash"));
     main.push_str(&input("model", "model", params.get("model"), "sonnet"));
     main.push_str(&input(
@@ -143,6 +162,7 @@ pub fn search(local: &mut Local, context: &Context, params: &Params) -> Result<A
         "order",
         params.get("sort"),
         &["rank", "recent"],
+        false,
     ));
     let checked = if params.flag("substring").unwrap_or(false) {
         " checked"
@@ -1019,7 +1039,9 @@ impl<'a> Transcript<'a> {
             };
             let _ = write!(
                 self.out,
-                "<details class=\"sub\"><summary>subagent run #{position} · {} · {} messages · {}</summary>",
+                "<details class=\"sub\"{}><summary>subagent run #{position} · {} · {} messages · {}</summary>",
+                // A short run is shown open; a long one stays folded.
+                if messages.len() <= 4 { " open" } else { "" },
                 esc(run.get("agent").and_then(Value::as_str).unwrap_or("?")),
                 messages.len(),
                 esc(&cut(str_of(run, "task"), 120))
@@ -1252,6 +1274,7 @@ pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<An
         "per",
         Some(period),
         &["day", "week", "month"],
+        false,
     ));
     main.push_str(&input("model", "model", params.get("model"), "sonnet"));
     main.push_str(&input(
