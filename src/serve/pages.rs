@@ -470,8 +470,10 @@ pub fn session(
     };
     let _ = write!(
         main,
-        "<nav class=\"tabs\" data-region id=\"tabs\"><a href=\"?view=transcript\" data-tab=\"transcript\" class=\"tab{t_on}\">Transcript ({} entries)</a><a href=\"?view=tree\" data-tab=\"tree\" class=\"tab{r_on}\">Tree ({} entries)</a>{branch_note}</nav>",
+        "<nav class=\"tabs\" data-region id=\"tabs\"><a href=\"?{}\" data-tab=\"transcript\" class=\"tab{t_on}\">Transcript ({} entries)</a><a href=\"?{}\" data-tab=\"tree\" class=\"tab{r_on}\">Tree ({} entries)</a>{branch_note}</nav>",
+        esc(&params.with(&[("view", "transcript")], &[])),
         path.len(),
+        esc(&params.with(&[("view", "tree")], &[])),
         tree.nodes.len()
     );
     let _ = write!(
@@ -677,7 +679,7 @@ impl<'a> Transcript<'a> {
             .pointer("/message/timestamp")
             .and_then(Value::as_i64)
             .or(node.timestamp_ms)
-            .map(|ms| crate::render::minute(ms))
+            .map(crate::render::minute)
             .unwrap_or_default();
         let _ = write!(
             self.out,
