@@ -76,11 +76,15 @@ impl Events {
         let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: keep-alive\r\n\r\n";
         // `retry` makes a browser reconnect quickly after a restart.
         let hello = format!("{head}retry: 1000\n: {} syncs so far\n\n", self.count());
+        // The stream joins the list in the same lock as its head is sent:
+        // a page that saw its stream open gets every later sync.
+        let Ok(mut streams) = self.streams.lock() else {
+            return;
+        };
         if stream
             .write_all(hello.as_bytes())
             .and_then(|()| stream.flush())
             .is_ok()
-            && let Ok(mut streams) = self.streams.lock()
         {
             streams.push(stream);
         }
