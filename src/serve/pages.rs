@@ -346,6 +346,28 @@ pub fn session(
 ) -> Result<Answer, Failure> {
     let tree = api::load_tree(local, id)?;
     let session_id = tree.session.session_id.clone();
+    let leaf = match params.get("branch") {
+        Some(entry) => Some(tree.find(entry)?),
+        None => tree.leaf(),
+    };
+    let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
+    let full_href =
+        (!params.flag("full")?).then(|| format!("?{}", params.with(&[("full", "1")], &[])));
+    // `pane=…`: one pane alone, which the page's script fetches when its
+    // tab is first shown.
+    match params.get("pane") {
+        Some("tree") => {
+            let mut out = String::new();
+            tree_html(&tree, &session_id, leaf, &mut out);
+            return Ok(Answer::html(out));
+        }
+        Some("transcript") => {
+            let mut out = String::new();
+            Transcript::new(&tree, &session_id, &mut out, full_href).context(&path);
+            return Ok(Answer::html(out));
+        }
+        _ => {}
+    }
     let index = local.index()?;
     let related = session_query::related(index, &session_id, &tree.session.path)?;
     let runs = subagents::run(
@@ -358,11 +380,6 @@ pub fn session(
             ..SubagentsQuery::default()
         },
     )?;
-    let leaf = match params.get("branch") {
-        Some(entry) => Some(tree.find(entry)?),
-        None => tree.leaf(),
-    };
-    let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
     let header = &tree.header;
     let cwd = header.get("cwd").and_then(Value::as_str).unwrap_or("");
     let name = tree
@@ -476,19 +493,35 @@ pub fn session(
         esc(&params.with(&[("view", "tree")], &[])),
         tree.nodes.len()
     );
+    // The pane shown is rendered; the other is fetched when its tab is
+    // first shown (a long session's page is then about half the size).
+    let placeholder = |pane: &str| {
+        format!(
+            " data-src=\"?{}\"><p class=\"hint\">loading…</p>",
+            esc(&params.with(&[("pane", pane)], &[]))
+        )
+    };
     let _ = write!(
         main,
-        "<section id=\"transcript\" data-region class=\"pane{t_on}\">"
+        "<section id=\"transcript\" data-region class=\"pane{t_on}\""
     );
-    let full_href =
-        (!params.flag("full")?).then(|| format!("?{}", params.with(&[("full", "1")], &[])));
-    Transcript::new(&tree, &session_id, &mut main, full_href).context(&path);
+    if tree_first {
+        main.push_str(&placeholder("transcript"));
+    } else {
+        main.push('>');
+        Transcript::new(&tree, &session_id, &mut main, full_href).context(&path);
+    }
     main.push_str("</section>");
     let _ = write!(
         main,
-        "<section id=\"tree\" data-region class=\"pane{r_on}\">"
+        "<section id=\"tree\" data-region class=\"pane{r_on}\""
     );
-    tree_html(&tree, &session_id, leaf, &mut main);
+    if tree_first {
+        main.push('>');
+        tree_html(&tree, &session_id, leaf, &mut main);
+    } else {
+        main.push_str(&placeholder("tree"));
+    }
     main.push_str("</section>");
     Ok(Answer::html(page(&title, Nav::None, context.live, &main)))
 }
@@ -575,7 +608,7 @@ struct Transcript<'a> {
 /// Bytes of a tool output (or system prompt) shown before it is cut: a
 /// few outputs of megabytes would otherwise make the page slow to send and
 /// to lay out. `?full=1` shows them whole.
-const OUTPUT_SHOWN: usize = 24 * 1024;
+const OUTPUT_SHOWN: usize = 8 * 1024;
 
 fn role_of(message: &Value) -> &str {
     message.get("role").and_then(Value::as_str).unwrap_or("?")

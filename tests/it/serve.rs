@@ -514,9 +514,9 @@ fn pages_in_a_headless_browser() {
         "document.querySelector('#tree').offsetParent !== null && document.querySelector('#transcript').offsetParent === null",
         "the tree tab",
     );
-    assert_eq!(
-        browser.eval("document.querySelectorAll('#tree .node').length"),
-        json!(entries)
+    browser.wait_for(
+        &format!("document.querySelectorAll('#tree .node').length === {entries}"),
+        "every entry of the tree",
     );
     assert!(
         browser
@@ -524,6 +524,17 @@ fn pages_in_a_headless_browser() {
             .as_str()
             .unwrap()
             .contains("view=tree")
+    );
+    // Opened on its tree, the page fetches the transcript when asked.
+    browser.open(&served.url(&format!("/s/{session}?view=tree")));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#tree .node').length"),
+        json!(entries)
+    );
+    browser.eval("document.querySelector('[data-tab=transcript]').click()");
+    browser.wait_for(
+        "document.querySelectorAll('#transcript .msg').length > 0 && document.querySelector('#tree').offsetParent === null",
+        "the transcript fetched on its tab",
     );
 
     // Usage: the charts are drawn with one bar per day of `usage --json`.

@@ -47,10 +47,24 @@
     });
   }
 
-  // Transcript / tree tabs: both are on the page; the URL keeps the choice.
+  // Transcript / tree tabs: the pane shown comes with the page, the other
+  // is fetched the first time its tab is shown; the URL keeps the choice.
+  async function loadPane(pane) {
+    const src = pane && pane.dataset.src;
+    if (!src) return;
+    delete pane.dataset.src;
+    try {
+      const res = await fetch(src, { cache: "no-store" });
+      pane.innerHTML = await res.text();
+    } catch (e) {
+      pane.dataset.src = src;
+      console.error(e);
+    }
+  }
   function showTab(name) {
     $$("[data-tab]").forEach((t) => t.classList.toggle("on", t.dataset.tab === name));
     $$(".pane").forEach((p) => p.classList.toggle("on", p.id === name));
+    loadPane(document.getElementById(name));
     const url = new URL(location.href);
     url.searchParams.set("view", name);
     history.replaceState(null, "", url.pathname + url.search + url.hash);
@@ -89,8 +103,12 @@
         const doc = new DOMParser().parseFromString(await res.text(), "text/html");
         for (const region of $$("[data-region][id]")) {
           const fresh = doc.getElementById(region.id);
-          if (fresh) region.innerHTML = fresh.innerHTML;
+          if (!fresh) continue;
+          region.innerHTML = fresh.innerHTML;
+          if (fresh.dataset.src) region.dataset.src = fresh.dataset.src;
+          else delete region.dataset.src;
         }
+        await loadPane($(".pane.on"));
         document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
       } catch (e) {
         console.error(e);
