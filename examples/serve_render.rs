@@ -167,11 +167,17 @@ fn main() -> Result<(), String> {
         if !fcp.is_empty() {
             fcp.remove(0);
         }
+        // A paint the browser had not reported by the load event: "-".
+        let paint = if fcp.is_empty() {
+            "-".to_owned()
+        } else {
+            format!("{:.1}", median(&mut fcp))
+        };
         println!(
-            "{:<60} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+            "{:<60} {:>10.1} {:>10} {:>10.1} {:>10.1}",
             target,
             median(&mut response),
-            median(&mut fcp),
+            paint,
             median(&mut ready),
             median(&mut load)
         );
