@@ -985,14 +985,7 @@ impl<'a> Transcript<'a> {
         let name = str_of(call, "name");
         let error =
             result.is_some_and(|r| r.message.get("isError").and_then(Value::as_bool) == Some(true));
-        let args = call.get("arguments").cloned().unwrap_or(Value::Null);
-        let args_text = match &args {
-            Value::Object(map) if map.len() == 1 => match map.values().next() {
-                Some(Value::String(s)) => s.clone(),
-                _ => serde_json::to_string_pretty(&args).unwrap_or_default(),
-            },
-            _ => serde_json::to_string_pretty(&args).unwrap_or_default(),
-        };
+        let args_text = arguments_text(call);
         let _ = write!(
             self.out,
             "<div class=\"call{}\"><div class=\"callhead\"><span class=\"tool\">{}</span>",
@@ -1121,10 +1114,7 @@ impl<'a> Transcript<'a> {
                     .flatten()
                     .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"));
                 for call in calls {
-                    let args = call
-                        .get("arguments")
-                        .map(Value::to_string)
-                        .unwrap_or_default();
+                    let args = arguments_text(call);
                     let _ = write!(
                         self.out,
                         "<div class=\"call\"><div class=\"callhead\"><span class=\"tool\">{}</span></div>",
@@ -1160,6 +1150,19 @@ impl<'a> Transcript<'a> {
         );
         self.output(text.trim());
         self.out.push_str("</details>");
+    }
+}
+
+/// A tool call's arguments as shown: one string argument as it is (a
+/// command, a path), else pretty JSON.
+fn arguments_text(call: &Value) -> String {
+    let args = call.get("arguments").unwrap_or(&Value::Null);
+    match args {
+        Value::Object(map) if map.len() == 1 => match map.values().next() {
+            Some(Value::String(s)) => s.clone(),
+            _ => serde_json::to_string_pretty(args).unwrap_or_default(),
+        },
+        _ => serde_json::to_string_pretty(args).unwrap_or_default(),
     }
 }
 
