@@ -79,6 +79,8 @@ pub enum Command {
     Roots(cmd::roots::Args),
     /// Serve the index read-only to an MCP client (Claude, Pi, editors) over stdin/stdout
     Mcp(cmd::mcp::Args),
+    /// Browse and search the index in a web browser (local web app and JSON API; --watch keeps it live)
+    Serve(cmd::serve::Args),
     /// Print a shell completion script: `piidx completions bash > ~/.local/share/bash-completion/completions/piidx`
     Completions(cmd::completions::Args),
     /// Print the man page (roff): `piidx man > ~/.local/share/man/man1/piidx.1`

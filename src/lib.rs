@@ -25,6 +25,7 @@ pub mod render;
 pub mod resume;
 pub mod roots;
 pub mod secrets;
+pub mod serve;
 pub mod store;
 pub mod sync;
 pub mod time;

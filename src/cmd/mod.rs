@@ -16,6 +16,7 @@ pub mod resume;
 pub mod roots;
 pub mod search;
 pub mod secrets;
+pub mod serve;
 pub mod sessions;
 pub mod show;
 pub mod sql;
@@ -102,6 +103,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Mcp(args) => mcp::run(args, &global),
+        Command::Serve(args) => serve::run(args, &global),
     }
 }
 

@@ -29,36 +29,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
-    let roots = super::sync::roots_to_sync(&args.root, global)?;
-    for root in roots.iter().filter(|root| !root.path.exists()) {
-        misc::note(
-            &format!(
-                "{} does not exist yet; watching for it to appear",
-                root.path.display()
-            ),
-            &global.term,
-        );
-    }
-    let options = WatchOptions {
-        sync: SyncOptions {
-            roots,
-            // A root named here may appear later (Pi makes it on its
-            // first session): not an error, as for a remembered one.
-            explicit_roots: false,
-            db: global.db.clone(),
-            full: false,
-            keep_deleted: false,
-            prune: false,
-            progress: false,
-            lock_wait: Duration::ZERO,
-            max_line_bytes: 256 << 20,
-            fts_shards: None,
-            redact: false,
-            machine: None,
-        },
-        debounce: Duration::from_millis(args.debounce),
-        max_delay: Duration::from_secs(1).max(Duration::from_millis(args.debounce)),
-    };
+    let options = options(&args.root, args.debounce, global)?;
     let term = global.term;
     let mut first = true;
     let mut failure = None;
@@ -99,4 +70,44 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         Some(message) => Err(anyhow!(message)),
         None => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// The watcher's options for these roots (as `sync` finds them) and
+/// debounce; missing roots are noted, to be watched for (`serve --watch`
+/// uses it too).
+pub fn options(
+    root: &[std::path::PathBuf],
+    debounce: u64,
+    global: &Global,
+) -> Result<WatchOptions> {
+    let roots = super::sync::roots_to_sync(root, global)?;
+    for root in roots.iter().filter(|root| !root.path.exists()) {
+        misc::note(
+            &format!(
+                "{} does not exist yet; watching for it to appear",
+                root.path.display()
+            ),
+            &global.term,
+        );
+    }
+    Ok(WatchOptions {
+        sync: SyncOptions {
+            roots,
+            // A root named here may appear later (Pi makes it on its
+            // first session): not an error, as for a remembered one.
+            explicit_roots: false,
+            db: global.db.clone(),
+            full: false,
+            keep_deleted: false,
+            prune: false,
+            progress: false,
+            lock_wait: Duration::ZERO,
+            max_line_bytes: 256 << 20,
+            fts_shards: None,
+            redact: false,
+            machine: None,
+        },
+        debounce: Duration::from_millis(debounce),
+        max_delay: Duration::from_secs(1).max(Duration::from_millis(debounce)),
+    })
 }

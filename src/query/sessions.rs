@@ -126,6 +126,70 @@ pub(crate) fn order(
     sessions
 }
 
+/// Another session, as a link from a session's page: its id, file and
+/// title (name, else first user message).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionLink {
+    pub id: String,
+    pub path: String,
+    pub title: String,
+}
+
+/// The sessions around one: the one its header names as `parentSession`,
+/// those whose header names it (forks), and the session that delegated the
+/// subagent run whose child session it is.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Related {
+    pub parent: Option<SessionLink>,
+    pub forks: Vec<SessionLink>,
+    pub delegated_by: Option<SessionLink>,
+}
+
+/// `Related` for the session `session_id` kept in the file `path`.
+pub fn related(store: &Index, session_id: &str, path: &str) -> rusqlite::Result<Related> {
+    let conn = store.connection();
+    let link = |row: &rusqlite::Row<'_>| {
+        Ok(SessionLink {
+            id: row.get(0)?,
+            path: row.get(1)?,
+            title: row.get::<_, Option<String>>(2)?.unwrap_or_default(),
+        })
+    };
+    let parent = conn
+        .prepare_cached(
+            "SELECT p.session_id, p.file_path, coalesce(p.name, p.first_message)
+               FROM sessions s JOIN sessions p
+                 ON p.file_path = s.parent_session
+              WHERE s.file_path = ?1 LIMIT 1",
+        )?
+        .query_map([path], link)?
+        .next()
+        .transpose()?;
+    let forks = conn
+        .prepare_cached(
+            "SELECT s.session_id, s.file_path, coalesce(s.name, s.first_message)
+               FROM sessions s JOIN files f ON f.file_id = s.file_id
+              WHERE f.status <> 'deleted' AND s.parent_session = ?1
+              ORDER BY s.created_ms, s.file_path",
+        )?
+        .query_map([path], link)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let delegated_by = conn
+        .prepare_cached(
+            "SELECT s.session_id, s.file_path, coalesce(s.name, s.first_message)
+               FROM subagent_runs r JOIN sessions s ON s.file_id = r.file_id
+              WHERE r.child_session_id = ?1 LIMIT 1",
+        )?
+        .query_map([session_id], link)?
+        .next()
+        .transpose()?;
+    Ok(Related {
+        parent,
+        forks,
+        delegated_by,
+    })
+}
+
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }

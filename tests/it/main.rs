@@ -62,3 +62,6 @@ mod pg;
 
 // `watch`: notifications to a current index, equal to a fresh sync.
 mod watch;
+
+// `serve`: the JSON API against the CLI, the pages in headless Chromium, live updates.
+mod serve;

@@ -1,0 +1,291 @@
+//! `/api/…`: the JSON answers, byte for byte what the CLI's `--json`
+//! prints for the same options (docs/json.md is their contract;
+//! docs/serve.md maps the URLs to the commands). Each handler turns the
+//! parameters into the same `query` options as the CLI's flags, asks
+//! `query`, and shapes the answer with the same `render` functions.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::params::{BadParam, Params};
+use super::routes::Answer;
+use super::server::Local;
+use crate::query::search::sessions::search_sessions;
+use crate::query::search::{self, Hit, SearchError, SearchOptions, Sort};
+use crate::query::sessions::{self, SessionInfo, SessionsQuery};
+use crate::query::subagents::{self, SubagentsQuery};
+use crate::query::tools::{self, ToolsBy, ToolsQuery};
+use crate::query::tree::{self, SessionTree, ViewError};
+use crate::query::usage::{self, GroupBy, UsageOptions};
+use crate::render;
+use crate::store::StoreError;
+
+/// Why a request got no answer, as an HTTP status and a message.
+#[derive(Debug)]
+pub struct Failure {
+    pub status: u16,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: u16, message: impl Into<String>) -> Failure {
+        Failure {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<BadParam> for Failure {
+    fn from(err: BadParam) -> Failure {
+        Failure::new(400, err.0)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(err: StoreError) -> Failure {
+        let status = if matches!(err, StoreError::Missing { .. }) {
+            503
+        } else {
+            500
+        };
+        Failure::new(status, crate::error_chain(&err))
+    }
+}
+
+impl From<ViewError> for Failure {
+    fn from(err: ViewError) -> Failure {
+        let message = crate::error_chain(&err);
+        match err {
+            ViewError::NotFound(_)
+            | ViewError::UnknownEntry { .. }
+            | ViewError::AmbiguousEntry { .. } => Failure::new(404, message),
+            ViewError::Ambiguous { .. } => Failure::new(400, message),
+            _ => Failure::new(500, message),
+        }
+    }
+}
+
+impl From<SearchError> for Failure {
+    fn from(err: SearchError) -> Failure {
+        let message = crate::error_chain(&err);
+        match err {
+            SearchError::Empty(_) | SearchError::RawSyntax { .. } | SearchError::Role(_) => {
+                Failure::new(400, message)
+            }
+            _ => Failure::new(500, message),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(err: rusqlite::Error) -> Failure {
+        Failure::new(500, crate::error_chain(&err))
+    }
+}
+
+impl From<usage::UsageError> for Failure {
+    fn from(err: usage::UsageError) -> Failure {
+        Failure::new(500, crate::error_chain(&err))
+    }
+}
+
+/// The answer as the CLI prints it: pretty JSON and a newline.
+pub fn json(value: &impl Serialize) -> Answer {
+    let mut body = serde_json::to_vec_pretty(value).unwrap_or_default();
+    body.push(b'\n');
+    Answer::new(200, "application/json", body)
+}
+
+/// `{"error": …}` with the status.
+pub fn error(failure: &Failure) -> Answer {
+    let mut answer = json(&serde_json::json!({ "error": failure.message }));
+    answer.status = failure.status;
+    answer
+}
+
+/// The search options `search`'s flags make, from the parameters.
+pub fn search_options(params: &Params) -> Result<SearchOptions, Failure> {
+    let options = SearchOptions {
+        query: params.string("q").unwrap_or_default(),
+        scope: params.scope()?,
+        roles: params.all("role"),
+        entry_types: params.all("type"),
+        tool: params.string("tool"),
+        model: params.string("model"),
+        limit: params.count("limit")?.unwrap_or(20),
+        sort: match params.choice("sort", &["rank", "recent"])? {
+            "recent" => Sort::Recent,
+            _ => Sort::Rank,
+        },
+        raw: params.flag("raw")?,
+        substring: params.flag("substring")?,
+    };
+    if options.raw && options.substring {
+        return Err(Failure::new(
+            400,
+            "raw and substring do not go together; pass one",
+        ));
+    }
+    if options.query.trim().is_empty() {
+        return Err(Failure::new(400, "q is missing: send q=WORDS"));
+    }
+    Ok(options)
+}
+
+/// The hits of a search (`search --json`'s values before the marks are
+/// replaced), and the time it took.
+pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit>, f64), Failure> {
+    let start = Instant::now();
+    if options.limit == 0 {
+        return Ok((Vec::new(), 0.0));
+    }
+    let (index, head) = local.parts()?;
+    let hits = search::search_again(index, head, options)?;
+    Ok((hits, start.elapsed().as_secs_f64() * 1000.0))
+}
+
+/// `GET /api/search`: `search --json` (with `sessions=1`: `search -l --json`).
+pub fn search(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
+    let options = search_options(params)?;
+    if params.flag("sessions")? {
+        let start = Instant::now();
+        let (index, head) = local.parts()?;
+        let found = search_sessions(index, std::mem::take(head), &options, options.limit)?;
+        let mut answer = json(&found);
+        answer.timing = Some(start.elapsed().as_secs_f64() * 1000.0);
+        return Ok(answer);
+    }
+    let (hits, ms) = run_search(local, &options)?;
+    let hits: Vec<Hit> = hits
+        .into_iter()
+        .map(|hit| Hit {
+            snippet: render::hits::marked(&hit.snippet),
+            ..hit
+        })
+        .collect();
+    let mut answer = json(&hits);
+    answer.timing = Some(ms);
+    Ok(answer)
+}
+
+/// The sessions `sessions`' flags select.
+pub fn session_list(local: &mut Local, params: &Params) -> Result<Vec<SessionInfo>, Failure> {
+    let query = SessionsQuery {
+        scope: params.scope()?,
+        limit: params.count("limit")?,
+        all: params.flag("all")?,
+    };
+    Ok(sessions::list(local.index()?, &query)?)
+}
+
+/// `GET /api/sessions`: `sessions --json`.
+pub fn sessions(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
+    let list = session_list(local, params)?;
+    let values: Vec<Value> = list.iter().map(SessionInfo::to_pi_json).collect();
+    Ok(json(&values))
+}
+
+/// The tree of the session `arg` names, read in one snapshot.
+pub fn load_tree(local: &mut Local, arg: &str) -> Result<SessionTree, Failure> {
+    let index = local.index()?;
+    Ok(index.in_snapshot(|index| {
+        let found = tree::resolve(index, arg)?;
+        SessionTree::load(index, found)
+    })?)
+}
+
+/// `GET /api/sessions/<id>`: `show <id> --json` (`branch=LEAF`: `--branch`).
+pub fn show(local: &mut Local, id: &str, params: &Params) -> Result<Answer, Failure> {
+    let tree = load_tree(local, id)?;
+    let leaf = match params.get("branch") {
+        Some(id) => Some(tree.find(id)?),
+        None => tree.leaf(),
+    };
+    let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
+    Ok(json(&tree.entries_json(&path)))
+}
+
+/// `GET /api/sessions/<id>/tree`: `tree <id> --json`.
+pub fn tree(local: &mut Local, id: &str) -> Result<Answer, Failure> {
+    let tree = load_tree(local, id)?;
+    Ok(json(&tree::outline(&tree)))
+}
+
+pub fn subagent_runs(
+    local: &mut Local,
+    params: &Params,
+) -> Result<Vec<subagents::SubagentRun>, Failure> {
+    let query = SubagentsQuery {
+        scope: params.scope()?,
+        agent: params.string("agent"),
+        failed: params.flag("failed")?,
+        limit: params.count("limit")?,
+    };
+    Ok(subagents::run(local.index()?, &query)?)
+}
+
+/// `GET /api/subagents`: `subagents --json`.
+pub fn subagents(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
+    Ok(json(&subagent_runs(local, params)?))
+}
+
+pub const USAGE_BY: [&str; 7] = [
+    "day", "week", "month", "model", "provider", "project", "session",
+];
+
+pub fn group_by(name: &str) -> GroupBy {
+    match name {
+        "week" => GroupBy::Week,
+        "month" => GroupBy::Month,
+        "model" => GroupBy::Model,
+        "provider" => GroupBy::Provider,
+        "project" => GroupBy::Project,
+        "session" => GroupBy::Session,
+        _ => GroupBy::Day,
+    }
+}
+
+/// The usage report `usage`'s flags ask for (`by` given apart, so a page
+/// can ask for several groupings).
+pub fn usage_report(
+    local: &mut Local,
+    params: &Params,
+    by: GroupBy,
+) -> Result<usage::UsageReport, Failure> {
+    let options = UsageOptions {
+        by,
+        scope: params.scope()?,
+        model: params.string("model"),
+        prices: None,
+        limit: params.count("limit")?,
+    };
+    Ok(usage::run(local.index()?, &options)?)
+}
+
+/// `GET /api/usage`: `usage --json` (`by=day|week|month|model|provider|project|session`).
+pub fn usage(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
+    let by = group_by(params.choice("by", &USAGE_BY)?);
+    let report = usage_report(local, params, by)?;
+    Ok(json(&render::usage::objects(&report)))
+}
+
+pub fn tool_stats(local: &mut Local, params: &Params) -> Result<Vec<tools::ToolStats>, Failure> {
+    let query = ToolsQuery {
+        by: match params.choice("by", &["name", "session", "project"])? {
+            "session" => ToolsBy::Session,
+            "project" => ToolsBy::Project,
+            _ => ToolsBy::Name,
+        },
+        scope: params.scope()?,
+        limit: params.count("limit")?,
+    };
+    Ok(tools::run(local.index()?, &query)?)
+}
+
+/// `GET /api/tools`: `tools --json` (`by=name|session|project`).
+pub fn tools(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
+    Ok(json(&tool_stats(local, params)?))
+}

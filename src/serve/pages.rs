@@ -1,0 +1,1563 @@
+//! The HTML pages, rendered on the server from the same `query` answers
+//! the CLI prints: search, the session list, a session (its current
+//! branch as a transcript, and its entry tree), subagent runs, usage with
+//! charts (inline SVG) and tool statistics. Every session text goes
+//! through `html::esc`. A page works without its script; the script
+//! (`assets/app.js`) adds search as you type, the tab switch, copying and
+//! the live updates of `serve --watch`.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::api::{self, Failure};
+use super::html::{self, Nav, cut, esc, minute, page, push_esc};
+use super::params::{Params, encode};
+use super::routes::{Answer, Context};
+use super::server::Local;
+use crate::query::scope::Scope;
+use crate::query::search::Hit;
+use crate::query::sessions::{self as session_query, SessionsQuery};
+use crate::query::subagents::{self, SubagentRun, SubagentsQuery};
+use crate::query::tree::{self, ContextItem, ContextKind, SessionTree, build_context, outline};
+use crate::query::usage::{GroupBy, UsageReport, UsageRow};
+use crate::render::{group_digits, money};
+use crate::resume::{Mode, Plan};
+
+const ROLES: [&str; 16] = [
+    "user",
+    "assistant",
+    "thinking",
+    "tool_call",
+    "tool_result",
+    "bash",
+    "summary",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "system",
+    "usage",
+    "context_edit",
+    "label",
+    "session_name",
+    "other",
+];
+
+/// Sessions listed at once on the sessions page unless `limit` says more.
+const SESSIONS_SHOWN: usize = 300;
+
+pub fn error(context: &Context, failure: &Failure) -> Answer {
+    let main = format!(
+        "<section class=\"error\"><h1>{}</h1><p>{}</p></section>",
+        failure.status,
+        esc(&failure.message)
+    );
+    let mut answer = Answer::html(page("error", Nav::None, context.live, &main));
+    answer.status = failure.status;
+    answer
+}
+
+/// `/s/<id>?branch=ENTRY#e-ENTRY`: a hit's entry in its branch.
+fn entry_href(session: &str, entry: &str) -> String {
+    format!(
+        "/s/{}?branch={}#e-{}",
+        encode(session),
+        encode(entry),
+        esc(entry)
+    )
+}
+
+fn session_href(session: &str) -> String {
+    format!("/s/{}", encode(session))
+}
+
+fn input(name: &str, label: &str, value: Option<&str>, placeholder: &str) -> String {
+    format!(
+        "<label>{label}<input name=\"{name}\" value=\"{}\" placeholder=\"{}\"></label>",
+        esc(value.unwrap_or("")),
+        esc(placeholder)
+    )
+}
+
+/// A drop-down of `choices`; with `any`, a first choice that sets nothing.
+fn select(name: &str, label: &str, value: Option<&str>, choices: &[&str], any: bool) -> String {
+    let mut out = format!("<label>{label}<select name=\"{name}\">");
+    if any {
+        out.push_str("<option value=\"\">any</option>");
+    }
+    for choice in choices {
+        let selected = if Some(*choice) == value {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(out, "<option{selected}>{choice}</option>");
+    }
+    out.push_str("</select></label>");
+    out
+}
+
+// ---------------------------------------------------------------- search
+
+/// `/search?q=…`: the form, and the hits when there is a query
+/// (`partial=1`: the hits alone, for search as you type).
+pub fn search(local: &mut Local, context: &Context, params: &Params) -> Result<Answer, Failure> {
+    let q = params.get("q").unwrap_or("");
+    let results = if q.trim().is_empty() {
+        "<p class=\"hint\">Type words to search every session: <code>\"exact phrase\"</code>, <code>prefix*</code>, <code>OR</code>, <code>NOT</code>. The filters are the CLI's (<code>piidx search --help</code>).</p>".to_owned()
+    } else {
+        match api::search_options(params).and_then(|options| api::run_search(local, &options)) {
+            Ok((hits, ms)) => hits_html(&hits, ms),
+            Err(failure) if failure.status < 500 => {
+                format!("<p class=\"problem\">{}</p>", esc(&failure.message))
+            }
+            Err(failure) => return Err(failure),
+        }
+    };
+    if params.flag("partial").unwrap_or(false) {
+        return Ok(Answer::html(results));
+    }
+    let mut main = String::new();
+    main.push_str("<form id=\"search\" class=\"search\" action=\"/search\" autocomplete=\"off\">");
+    let _ = write!(
+        main,
+        "<input id=\"q\" name=\"q\" type=\"search\" value=\"{}\" placeholder=\"Search sessions…\" autofocus>",
+        esc(q)
+    );
+    main.push_str("<div class=\"filters\">");
+    main.push_str(&select("role", "kind", params.get("role"), &ROLES, true));
+    main.push_str(&select(
+        "type",
+        "entry",
+        params.get("type"),
+        &[
+            "message",
+            "compaction",
+            "branch_summary",
+            "custom",
+            "custom_message",
+            "usage",
+            "context_edit",
+        ],
+        true,
+    ));
+    main.push_str(&input("tool", "tool", params.get("tool"), "bash"));
+    main.push_str(&input("model", "model", params.get("model"), "sonnet"));
+    main.push_str(&input(
+        "project",
+        "project",
+        params.get("project"),
+        "cwd or part",
+    ));
+    main.push_str(&input(
+        "since",
+        "since",
+        params.get("since"),
+        "7d, 2026-02-01",
+    ));
+    main.push_str(&input("until", "until", params.get("until"), "today"));
+    main.push_str(&select(
+        "sort",
+        "order",
+        params.get("sort"),
+        &["rank", "recent"],
+        false,
+    ));
+    let checked = if params.flag("substring").unwrap_or(false) {
+        " checked"
+    } else {
+        ""
+    };
+    let _ = write!(
+        main,
+        "<label class=\"check\"><input type=\"checkbox\" name=\"substring\" value=\"1\"{checked}>substring</label>"
+    );
+    main.push_str("<button>Search</button></div></form>");
+    let _ = write!(
+        main,
+        "<section id=\"results\" data-region>{results}</section>"
+    );
+    let title = if q.is_empty() { "Search" } else { q };
+    Ok(Answer::html(page(title, Nav::Search, context.live, &main)))
+}
+
+fn hits_html(hits: &[Hit], ms: f64) -> String {
+    let mut out = String::with_capacity(hits.len() * 600 + 64);
+    let _ = write!(
+        out,
+        "<p class=\"count\">{} hit{} <span class=\"ms\">{ms:.1} ms</span></p>",
+        hits.len(),
+        if hits.len() == 1 { "" } else { "s" }
+    );
+    for hit in hits {
+        let title = hit
+            .session_name
+            .as_deref()
+            .or(hit.first_message.as_deref())
+            .unwrap_or("(untitled)");
+        out.push_str("<article class=\"hit\"><div class=\"meta\">");
+        let _ = write!(
+            out,
+            "<time>{}</time> <span class=\"role r-{}\">{}</span>",
+            esc(&minute(hit.timestamp.as_deref())),
+            esc(&hit.role),
+            esc(&hit.role)
+        );
+        if let Some(tool) = &hit.tool_name {
+            let _ = write!(out, " <span class=\"tool\">{}</span>", esc(tool));
+        }
+        let _ = write!(
+            out,
+            " <a class=\"title\" href=\"{}\">{}</a></div>",
+            entry_href(&hit.session_id, &hit.entry_id),
+            esc(&cut(title, 120))
+        );
+        let _ = write!(out, "<p class=\"snip\">{}</p>", html::snippet(&hit.snippet));
+        out.push_str("<div class=\"where\">");
+        push_esc(&mut out, &hit.cwd);
+        let _ = write!(
+            out,
+            " · <span class=\"id\">{}</span> · line {}",
+            esc(&hit.session_id.chars().take(8).collect::<String>()),
+            hit.line_no
+        );
+        if let Some(run) = &hit.run {
+            let _ = write!(
+                out,
+                " · subagent run #{} of {}",
+                run.position,
+                esc(run.agent.as_deref().unwrap_or("?"))
+            );
+            if run.child_session {
+                let _ = write!(
+                    out,
+                    " (delegated by <a href=\"{}\">{}</a>)",
+                    session_href(&run.parent_session_id),
+                    esc(&run.parent_session_id.chars().take(8).collect::<String>())
+                );
+            }
+        }
+        out.push_str("</div></article>");
+    }
+    out
+}
+
+// ---------------------------------------------------------------- sessions
+
+/// `/sessions`: newest first in Pi's order, filtered by project and date.
+pub fn sessions(local: &mut Local, context: &Context, params: &Params) -> Result<Answer, Failure> {
+    let mut list = api::session_list(local, params)?;
+    // The projects to pick from: every cwd of the unfiltered list.
+    let every = session_query::list(
+        local.index()?,
+        &SessionsQuery {
+            all: params.flag("all")?,
+            ..SessionsQuery::default()
+        },
+    )?;
+    let mut cwds: Vec<&str> = every.iter().map(|s| s.cwd.as_str()).collect();
+    cwds.sort_unstable();
+    cwds.dedup();
+    let total = list.len();
+    let shown = params.count("limit")?.unwrap_or(SESSIONS_SHOWN);
+    list.truncate(shown);
+    let mut main = String::new();
+    main.push_str("<form class=\"filters bar\" action=\"/sessions\">");
+    let _ = write!(
+        main,
+        "<label>project<input name=\"project\" list=\"cwds\" value=\"{}\" placeholder=\"cwd or part\"></label><datalist id=\"cwds\">",
+        esc(params.get("project").unwrap_or(""))
+    );
+    for cwd in &cwds {
+        let _ = write!(main, "<option value=\"{}\">", esc(cwd));
+    }
+    main.push_str("</datalist>");
+    main.push_str(&input(
+        "since",
+        "since",
+        params.get("since"),
+        "7d, 2026-02-01",
+    ));
+    main.push_str(&input("until", "until", params.get("until"), "today"));
+    let checked = if params.flag("all")? { " checked" } else { "" };
+    let _ = write!(
+        main,
+        "<label class=\"check\"><input type=\"checkbox\" name=\"all\" value=\"1\"{checked}>also files Pi does not list</label><button>Filter</button></form>"
+    );
+    let _ = write!(
+        main,
+        "<section data-region id=\"list\"><p class=\"count\">{total} session{}</p><table class=\"sessions\"><thead><tr><th>modified</th><th>session</th><th class=\"num\">msgs</th><th>project</th></tr></thead><tbody>",
+        if total == 1 { "" } else { "s" }
+    );
+    for info in &list {
+        let title = info.name.as_deref().unwrap_or(&info.first_message);
+        let modified = info
+            .modified_ms
+            .map(crate::render::minute)
+            .unwrap_or_default();
+        let _ = write!(
+            main,
+            "<tr><td class=\"when\">{}</td><td><a href=\"{}\">{}</a> <span class=\"id\">{}</span>{}{}</td><td class=\"num\">{}</td><td class=\"cwd\">{}</td></tr>",
+            esc(&modified),
+            session_href(&info.id),
+            esc(&cut(title, 100)),
+            esc(&info.id.chars().take(8).collect::<String>()),
+            if info.parent_session_path.is_some() {
+                " <span class=\"tag\">fork</span>"
+            } else {
+                ""
+            },
+            if info.listed_by_pi {
+                ""
+            } else {
+                " <span class=\"tag\">not listed by Pi</span>"
+            },
+            info.message_count,
+            esc(&info.cwd)
+        );
+    }
+    main.push_str("</tbody></table>");
+    if total > shown {
+        let _ = write!(
+            main,
+            "<p><a href=\"/sessions?{}\">show all {total}</a></p>",
+            esc(&params.with(&[("limit", &total.to_string())], &[]))
+        );
+    }
+    main.push_str("</section>");
+    Ok(Answer::html(page(
+        "Sessions",
+        Nav::Sessions,
+        context.live,
+        &main,
+    )))
+}
+
+// ---------------------------------------------------------------- session
+
+/// `/s/<id>`: the session's branch as a transcript and its tree (`view=tree`
+/// shows the tree first; `branch=ENTRY` the branch ending there).
+pub fn session(
+    local: &mut Local,
+    context: &Context,
+    id: &str,
+    params: &Params,
+) -> Result<Answer, Failure> {
+    let tree = api::load_tree(local, id)?;
+    let session_id = tree.session.session_id.clone();
+    let leaf = match params.get("branch") {
+        Some(entry) => Some(tree.find(entry)?),
+        None => tree.leaf(),
+    };
+    let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
+    let full_href =
+        (!params.flag("full")?).then(|| format!("?{}", params.with(&[("full", "1")], &[])));
+    // `pane=…`: one pane alone, which the page's script fetches when its
+    // tab is first shown.
+    match params.get("pane") {
+        Some("tree") => {
+            let mut out = String::new();
+            tree_html(&tree, &session_id, leaf, &mut out);
+            return Ok(Answer::html(out));
+        }
+        Some("transcript") => {
+            let mut out = String::new();
+            Transcript::new(&tree, &session_id, &mut out, full_href).context(&path);
+            return Ok(Answer::html(out));
+        }
+        _ => {}
+    }
+    let index = local.index()?;
+    let related = session_query::related(index, &session_id, &tree.session.path)?;
+    let runs = subagents::run(
+        index,
+        &SubagentsQuery {
+            scope: Scope {
+                session: Some(tree.session.path.clone()),
+                ..Scope::default()
+            },
+            ..SubagentsQuery::default()
+        },
+    )?;
+    let header = &tree.header;
+    let cwd = header.get("cwd").and_then(Value::as_str).unwrap_or("");
+    let name = tree
+        .nodes
+        .iter()
+        .rev()
+        .find(|n| n.kind == "session_info")
+        .and_then(|n| n.raw.get("name").and_then(Value::as_str))
+        .filter(|n| !n.trim().is_empty());
+    let first_user = tree.nodes.iter().find_map(|n| {
+        (n.raw.pointer("/message/role").and_then(Value::as_str) == Some("user"))
+            .then(|| tree::content_text(n.raw.pointer("/message/content")))
+            .filter(|t| !t.trim().is_empty())
+    });
+    let title = name
+        .map(str::to_owned)
+        .or(first_user)
+        .unwrap_or_else(|| session_id.clone());
+    let mut main = String::with_capacity(tree.nodes.len() * 1200 + 4096);
+    let _ = write!(
+        main,
+        "<section class=\"head\"><h1>{}</h1><dl><dt>id</dt><dd class=\"id\">{}</dd><dt>project</dt><dd>{}</dd><dt>file</dt><dd>{}</dd><dt>created</dt><dd>{}</dd><dt>entries</dt><dd>{}</dd></dl>",
+        esc(&cut(&title, 160)),
+        esc(&session_id),
+        esc(cwd),
+        esc(&tree.session.path),
+        esc(&minute(header.get("timestamp").and_then(Value::as_str))),
+        tree.nodes.len()
+    );
+    // Links to the sessions around this one.
+    let mut links = String::new();
+    if let Some(parent) = &related.parent {
+        let _ = write!(
+            links,
+            "<li>forked from <a href=\"{}\">{}</a></li>",
+            session_href(&parent.id),
+            esc(&cut(&parent.title, 80))
+        );
+    } else if let Some(parent) = header.get("parentSession").and_then(Value::as_str) {
+        let _ = write!(links, "<li>forked from {} (not indexed)</li>", esc(parent));
+    }
+    if let Some(by) = &related.delegated_by {
+        let _ = write!(
+            links,
+            "<li>subagent session delegated by <a href=\"{}\">{}</a></li>",
+            session_href(&by.id),
+            esc(&cut(&by.title, 80))
+        );
+    }
+    for fork in &related.forks {
+        let _ = write!(
+            links,
+            "<li>fork: <a href=\"{}\">{}</a></li>",
+            session_href(&fork.id),
+            esc(&cut(&fork.title, 80))
+        );
+    }
+    for run in runs.iter().filter(|r| r.child_session.is_some()) {
+        let child = run.child_session.as_deref().unwrap_or("");
+        let _ = write!(
+            links,
+            "<li>subagent {}: <a href=\"{}\">{}</a> ({})</li>",
+            esc(run.agent.as_deref().unwrap_or("?")),
+            session_href(child),
+            esc(&cut(run.task.as_deref().unwrap_or(child), 80)),
+            esc(run.status.as_deref().unwrap_or("?"))
+        );
+    }
+    if !links.is_empty() {
+        let _ = write!(main, "<ul class=\"links\">{links}</ul>");
+    }
+    // The command that resumes it in Pi (what `piidx resume --print` prints
+    // when the file is there; `piidx resume` rebuilds a gone one first).
+    let run_in = if !cwd.is_empty() && std::path::Path::new(cwd).is_dir() {
+        cwd.to_owned()
+    } else {
+        ".".to_owned()
+    };
+    let plan = Plan {
+        file: tree.session.path.clone().into(),
+        cwd: run_in.into(),
+        mode: Mode::Resume,
+        rebuilt: false,
+        missing_cwd: None,
+    };
+    let command = if std::path::Path::new(&tree.session.path).is_file() {
+        plan.shell_line("pi")
+    } else {
+        format!("piidx resume {session_id}")
+    };
+    let _ = write!(
+        main,
+        "<div class=\"resume\"><span>Resume in Pi</span><code id=\"resume\">{}</code><button type=\"button\" data-copy=\"resume\">copy</button></div></section>",
+        esc(&command)
+    );
+    let tree_first = params.get("view") == Some("tree");
+    let (t_on, r_on) = if tree_first { ("", " on") } else { (" on", "") };
+    let branch_note = match leaf {
+        Some(leaf) if Some(leaf) != tree.leaf() => format!(
+            " <span class=\"tag\">branch ending at {}</span> <a href=\"{}\">current branch</a>",
+            esc(&tree.nodes[leaf].id),
+            session_href(&session_id)
+        ),
+        _ => String::new(),
+    };
+    let _ = write!(
+        main,
+        "<nav class=\"tabs\" data-region id=\"tabs\"><a href=\"?{}\" data-tab=\"transcript\" class=\"tab{t_on}\">Transcript ({} entries)</a><a href=\"?{}\" data-tab=\"tree\" class=\"tab{r_on}\">Tree ({} entries)</a>{branch_note}</nav>",
+        esc(&params.with(&[("view", "transcript")], &[])),
+        path.len(),
+        esc(&params.with(&[("view", "tree")], &[])),
+        tree.nodes.len()
+    );
+    // The pane shown is rendered; the other is fetched when its tab is
+    // first shown (a long session's page is then about half the size).
+    let placeholder = |pane: &str| {
+        format!(
+            " data-src=\"?{}\"><p class=\"hint\">loading…</p>",
+            esc(&params.with(&[("pane", pane)], &[]))
+        )
+    };
+    let _ = write!(
+        main,
+        "<section id=\"transcript\" data-region class=\"pane{t_on}\""
+    );
+    if tree_first {
+        main.push_str(&placeholder("transcript"));
+    } else {
+        main.push('>');
+        Transcript::new(&tree, &session_id, &mut main, full_href).context(&path);
+    }
+    main.push_str("</section>");
+    let _ = write!(
+        main,
+        "<section id=\"tree\" data-region class=\"pane{r_on}\""
+    );
+    if tree_first {
+        main.push('>');
+        tree_html(&tree, &session_id, leaf, &mut main);
+    } else {
+        main.push_str(&placeholder("tree"));
+    }
+    main.push_str("</section>");
+    Ok(Answer::html(page(&title, Nav::None, context.live, &main)))
+}
+
+/// The entry tree as Pi's /tree draws it: one row per entry, indented
+/// only where the tree branches; the current branch marked, labels and
+/// context edits shown, each entry a link to the branch ending there.
+fn tree_html(tree: &SessionTree, session_id: &str, leaf: Option<usize>, out: &mut String) {
+    let outline = outline(tree);
+    let shown: HashSet<usize> = leaf
+        .map(|l| tree.path_to(l))
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    out.push_str("<div class=\"tree\">");
+    let mut stack: Vec<(usize, usize, bool)> =
+        outline.roots.iter().rev().map(|&r| (r, 0, false)).collect();
+    while let Some((index, depth, fork)) = stack.pop() {
+        let entry = &outline.entries[index];
+        let mut class = format!("node d{}", depth.min(30));
+        if entry.on_branch {
+            class.push_str(" cur");
+        }
+        if shown.contains(&index) {
+            class.push_str(" shown");
+        }
+        let _ = write!(
+            out,
+            "<div class=\"{class}\" id=\"t-{}\">{}<a href=\"{}\" class=\"id\">{}</a> <span class=\"ty\">{}</span> ",
+            esc(&entry.id),
+            if fork {
+                "<span class=\"fork\">├</span>"
+            } else {
+                ""
+            },
+            entry_href(session_id, &entry.id),
+            esc(&entry.id.chars().take(8).collect::<String>()),
+            esc(&entry.entry_type)
+        );
+        push_esc(out, &cut(&entry.summary, 160));
+        if let Some(label) = &entry.label {
+            let _ = write!(out, " <span class=\"label\">{}</span>", esc(label));
+        }
+        for edit in &entry.edits {
+            let _ = write!(
+                out,
+                " <span class=\"edit\">{} by {}</span>",
+                if edit.removes { "removed" } else { "edited" },
+                esc(&edit.by)
+            );
+        }
+        if entry.is_leaf {
+            out.push_str(" <span class=\"tag\">leaf</span>");
+        }
+        if entry.children.len() > 1 {
+            let _ = write!(
+                out,
+                " <span class=\"tag\">{} branches</span>",
+                entry.children.len()
+            );
+        }
+        out.push_str("</div>");
+        let kids = &entry.children;
+        let branches = kids.len() > 1;
+        for &kid in kids.iter().rev() {
+            stack.push((kid, depth + usize::from(branches), branches));
+        }
+    }
+    out.push_str("</div>");
+}
+
+/// Turns a branch into HTML as `render::transcript` turns it into text:
+/// Pi's context (compactions and context edits applied), tool results
+/// under their calls, thinking folded, images shown, subagent transcripts
+/// nested.
+struct Transcript<'a> {
+    tree: &'a SessionTree,
+    session: &'a str,
+    out: &'a mut String,
+    /// Where the page shows every output whole; `None`: it does.
+    full_href: Option<String>,
+}
+
+/// Bytes of a tool output (or system prompt) shown before it is cut: a
+/// few outputs of megabytes would otherwise make the page slow to send and
+/// to lay out. `?full=1` shows them whole.
+const OUTPUT_SHOWN: usize = 8 * 1024;
+
+fn role_of(message: &Value) -> &str {
+    message.get("role").and_then(Value::as_str).unwrap_or("?")
+}
+
+fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+impl<'a> Transcript<'a> {
+    fn new(
+        tree: &'a SessionTree,
+        session: &'a str,
+        out: &'a mut String,
+        full_href: Option<String>,
+    ) -> Transcript<'a> {
+        Transcript {
+            tree,
+            session,
+            out,
+            full_href,
+        }
+    }
+
+    /// A tool output, cut after `OUTPUT_SHOWN` bytes unless the page shows
+    /// them whole.
+    fn output(&mut self, text: &str) {
+        let Some(href) = self.full_href.clone().filter(|_| text.len() > OUTPUT_SHOWN) else {
+            self.pre("out", text);
+            return;
+        };
+        let mut end = OUTPUT_SHOWN;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.pre("out", &text[..end]);
+        let _ = write!(
+            self.out,
+            "<div class=\"cutnote\">… {} more bytes · <a href=\"{}\">show outputs in full</a></div>",
+            group_digits((text.len() - end) as i64),
+            esc(&href)
+        );
+    }
+
+    fn context(&mut self, path: &[usize]) {
+        let items = build_context(self.tree, path);
+        let mut results: HashMap<&str, &ContextItem> = HashMap::new();
+        for item in &items {
+            if item.kind == ContextKind::Message
+                && role_of(&item.message) == "toolResult"
+                && let Some(id) = item.message.get("toolCallId").and_then(Value::as_str)
+            {
+                results.entry(id).or_insert(item);
+            }
+        }
+        // Entries on the branch that give no message (labels, edits, model
+        // changes…) are shown after the message before them, so nothing on
+        // the branch is hidden; those a compaction summarises are not.
+        let in_context: HashSet<usize> = items.iter().map(|i| i.node).collect();
+        let position: HashMap<usize, usize> =
+            path.iter().enumerate().map(|(p, &i)| (i, p)).collect();
+        let compacted = items
+            .first()
+            .is_some_and(|i| i.kind != ContextKind::Message && i.kind != ContextKind::Custom);
+        if !compacted {
+            for &index in path.iter().take_while(|i| !in_context.contains(i)) {
+                if is_silent(&self.tree.nodes[index].kind) {
+                    self.note(index);
+                }
+            }
+        }
+        let mut printed: HashSet<usize> = HashSet::new();
+        let mut noted: HashSet<usize> = HashSet::new();
+        for (i, item) in items.iter().enumerate() {
+            if printed.contains(&item.node) && item.kind == ContextKind::Message {
+                continue;
+            }
+            self.item(item, &results, &mut printed);
+            let last_of_node = items.get(i + 1).is_none_or(|next| next.node != item.node);
+            if !last_of_node || !noted.insert(item.node) {
+                continue;
+            }
+            let Some(&at) = position.get(&item.node) else {
+                continue;
+            };
+            for &index in path[at + 1..]
+                .iter()
+                .take_while(|i| !in_context.contains(i))
+            {
+                if is_silent(&self.tree.nodes[index].kind) {
+                    self.note(index);
+                }
+            }
+        }
+    }
+
+    fn anchor(&mut self, index: usize, class: &str, what: &str) {
+        let node = &self.tree.nodes[index];
+        let when = node
+            .raw
+            .pointer("/message/timestamp")
+            .and_then(Value::as_i64)
+            .or(node.timestamp_ms)
+            .map(crate::render::minute)
+            .unwrap_or_default();
+        let _ = write!(
+            self.out,
+            "<article class=\"msg {class}\" id=\"e-{}\"><header><span class=\"who\">{}</span><time>{}</time><a class=\"id\" href=\"{}\">{}</a>",
+            esc(&node.id),
+            esc(what),
+            esc(&when),
+            entry_href(self.session, &node.id),
+            esc(&node.id.chars().take(8).collect::<String>())
+        );
+        if let Some(label) = self.tree.labels.get(&node.id) {
+            let _ = write!(self.out, "<span class=\"label\">{}</span>", esc(label));
+        }
+    }
+
+    /// An entry on the branch that gives the model no message: a label, a
+    /// context edit, a model or thinking-level change, a session name.
+    fn note(&mut self, index: usize) {
+        let summary = tree::describe(self.tree, index);
+        let node = &self.tree.nodes[index];
+        let _ = write!(
+            self.out,
+            "<div class=\"note\" id=\"e-{}\"><span class=\"ty\">{}</span> ",
+            esc(&node.id),
+            esc(&node.kind)
+        );
+        push_esc(self.out, &cut(&summary, 200));
+        self.out.push_str("</div>");
+    }
+
+    fn item(
+        &mut self,
+        item: &ContextItem,
+        results: &HashMap<&str, &ContextItem>,
+        printed: &mut HashSet<usize>,
+    ) {
+        let index = item.node;
+        let message = &item.message;
+        match item.kind {
+            ContextKind::SystemCheckpoint => {
+                self.anchor(index, "system", "system prompt kept by the compaction");
+                self.edit_mark(item);
+                self.out.push_str("</header>");
+                self.system(message);
+            }
+            ContextKind::CompactionSummary => {
+                let tokens = message
+                    .get("tokensBefore")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                let what = format!("compaction · {} tokens before", group_digits(tokens));
+                self.anchor(index, "compaction", &what);
+                self.out.push_str("</header>");
+                self.text(str_of(message, "summary"));
+            }
+            ContextKind::BranchSummary => {
+                self.anchor(index, "compaction", "branch summary");
+                self.out.push_str("</header>");
+                self.text(str_of(message, "summary"));
+            }
+            ContextKind::Custom => {
+                let what = format!("custom: {}", str_of(message, "customType"));
+                self.anchor(index, "custom", &what);
+                self.edit_mark(item);
+                self.out.push_str("</header>");
+                self.content(Some(index), message.get("content"), "$.content");
+            }
+            ContextKind::Message => self.message(item, results, printed),
+        }
+        self.out.push_str("</article>");
+        printed.insert(index);
+    }
+
+    fn edit_mark(&mut self, item: &ContextItem) {
+        if let Some(edit) = item.edited_by {
+            let _ = write!(
+                self.out,
+                "<span class=\"edit\">edited by {}</span>",
+                esc(&self.tree.nodes[edit].id)
+            );
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        self.out.push_str("<div class=\"text\">");
+        push_esc(self.out, text.trim_end());
+        self.out.push_str("</div>");
+    }
+
+    fn pre(&mut self, class: &str, text: &str) {
+        let text = text.trim_end_matches('\n');
+        if text.is_empty() {
+            return;
+        }
+        let _ = write!(self.out, "<pre class=\"{class}\">");
+        push_esc(self.out, text);
+        self.out.push_str("</pre>");
+    }
+
+    fn image(&mut self, index: Option<usize>, block: &Value, path: &str) {
+        let mime = block.get("mimeType").and_then(Value::as_str).unwrap_or("");
+        let Some(index) = index else {
+            let _ = write!(self.out, "<div class=\"img\">[image {}]</div>", esc(mime));
+            return;
+        };
+        let node = &self.tree.nodes[index];
+        match self.tree.images.get(&(node.rowid, path.to_owned())) {
+            Some(info) => {
+                let _ = write!(
+                    self.out,
+                    "<img class=\"img\" loading=\"lazy\" alt=\"{}\" src=\"/s/{}/image?e={}&amp;p={}&amp;m={}\">",
+                    esc(&tree::image_placeholder(
+                        info.mime_type.as_deref(),
+                        info.byte_len
+                    )),
+                    encode(self.session),
+                    node.rowid,
+                    encode(path),
+                    encode(info.mime_type.as_deref().unwrap_or(mime))
+                );
+            }
+            None => {
+                let _ = write!(self.out, "<div class=\"img\">[image {}]</div>", esc(mime));
+            }
+        }
+    }
+
+    /// Text, image and thinking blocks (tool calls are the caller's).
+    fn content(&mut self, index: Option<usize>, value: Option<&Value>, base: &str) {
+        match value {
+            Some(Value::String(text)) => self.text(text),
+            Some(Value::Array(blocks)) => {
+                for (i, block) in blocks.iter().enumerate() {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => self.text(str_of(block, "text")),
+                        Some("image") => self.image(index, block, &format!("{base}[{i}]")),
+                        Some("thinking") => {
+                            let redacted =
+                                block.get("redacted").and_then(Value::as_bool) == Some(true);
+                            let thinking = if redacted {
+                                "[redacted thinking]"
+                            } else {
+                                str_of(block, "thinking")
+                            };
+                            if !thinking.trim().is_empty() {
+                                self.out.push_str(
+                                    "<details class=\"thinking\"><summary>thinking</summary><div class=\"text\">",
+                                );
+                                push_esc(self.out, thinking.trim_end());
+                                self.out.push_str("</div></details>");
+                            }
+                        }
+                        Some("toolCall") => {}
+                        Some(other) => {
+                            let _ = write!(
+                                self.out,
+                                "<div class=\"note\">[{} block]</div>",
+                                esc(other)
+                            );
+                        }
+                        None => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn message(
+        &mut self,
+        item: &ContextItem,
+        results: &HashMap<&str, &ContextItem>,
+        printed: &mut HashSet<usize>,
+    ) {
+        let index = item.node;
+        let message = &item.message;
+        match role_of(message) {
+            "system" => {
+                self.anchor(index, "system", "system prompt");
+                self.edit_mark(item);
+                self.out.push_str("</header>");
+                self.system(message);
+            }
+            "assistant" => {
+                let what = format!("assistant · {}", str_of(message, "model"));
+                self.anchor(index, "assistant", &what);
+                self.edit_mark(item);
+                self.usage(message);
+                self.out.push_str("</header>");
+                self.content(Some(index), message.get("content"), "$.message.content");
+                let calls = message
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"));
+                for call in calls {
+                    let result = results.get(str_of(call, "id")).copied();
+                    if let Some(result) = result {
+                        printed.insert(result.node);
+                    }
+                    self.tool_call(call, result);
+                }
+                if let Some(error) = message.get("errorMessage").and_then(Value::as_str) {
+                    self.pre("error", &format!("error: {error}"));
+                }
+            }
+            "toolResult" => {
+                let what = format!("tool result · {}", str_of(message, "toolName"));
+                self.anchor(index, "tool", &what);
+                self.edit_mark(item);
+                self.out.push_str("</header>");
+                self.tool_output(Some(item));
+            }
+            "bashExecution" => {
+                self.anchor(index, "bash", "bash (user)");
+                self.edit_mark(item);
+                self.out.push_str("</header>");
+                let code = message
+                    .get("exitCode")
+                    .and_then(Value::as_i64)
+                    .map_or("none".to_owned(), |c| c.to_string());
+                self.pre(
+                    "cmd",
+                    &format!("$ {}   (exit {code})", str_of(message, "command")),
+                );
+                self.output(str_of(message, "output"));
+            }
+            other => {
+                let what = match other {
+                    "custom" => format!("custom: {}", str_of(message, "customType")),
+                    _ => other.to_owned(),
+                };
+                let class = if other == "user" { "user" } else { "custom" };
+                self.anchor(index, class, &what);
+                self.edit_mark(item);
+                self.out.push_str("</header>");
+                self.content(Some(index), message.get("content"), "$.message.content");
+            }
+        }
+    }
+
+    fn usage(&mut self, message: &Value) {
+        let Some(usage) = message.get("usage") else {
+            return;
+        };
+        let tokens = usage
+            .get("totalTokens")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let cost = usage
+            .pointer("/cost/total")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        if tokens > 0 || cost > 0.0 {
+            let _ = write!(
+                self.out,
+                "<span class=\"usage\">{} tok · {}</span>",
+                group_digits(tokens),
+                money(cost)
+            );
+        }
+    }
+
+    /// A tool call with its result under it.
+    fn tool_call(&mut self, call: &Value, result: Option<&ContextItem>) {
+        let name = str_of(call, "name");
+        let error =
+            result.is_some_and(|r| r.message.get("isError").and_then(Value::as_bool) == Some(true));
+        let args_text = arguments_text(call);
+        let _ = write!(
+            self.out,
+            "<div class=\"call{}\"><div class=\"callhead\"><span class=\"tool\">{}</span>",
+            if error { " err" } else { "" },
+            esc(name)
+        );
+        match result {
+            Some(result) => {
+                let id = &self.tree.nodes[result.node].id;
+                let _ = write!(
+                    self.out,
+                    "<span class=\"res\" id=\"e-{}\">{} · {}</span>",
+                    esc(id),
+                    if error { "error" } else { "result" },
+                    esc(&id.chars().take(8).collect::<String>())
+                );
+                if let Some(edit) = result.edited_by {
+                    let _ = write!(
+                        self.out,
+                        "<span class=\"edit\">edited by {}</span>",
+                        esc(&self.tree.nodes[edit].id)
+                    );
+                }
+            }
+            None => self
+                .out
+                .push_str("<span class=\"res none\">no result</span>"),
+        }
+        self.out.push_str("</div>");
+        self.pre("args", &args_text);
+        if result.is_some() {
+            self.tool_output(result);
+        }
+        self.out.push_str("</div>");
+    }
+
+    /// A tool result's content, and the transcripts of the subagent runs
+    /// it records (`details.results[].messages`), nested.
+    fn tool_output(&mut self, result: Option<&ContextItem>) {
+        let Some(result) = result else {
+            return;
+        };
+        let message = &result.message;
+        match message.get("content") {
+            Some(Value::String(text)) => self.output(text),
+            Some(Value::Array(blocks)) => {
+                let mut text = String::new();
+                for (i, block) in blocks.iter().enumerate() {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            if !text.is_empty() {
+                                text.push('\n');
+                            }
+                            text.push_str(str_of(block, "text"));
+                        }
+                        Some("image") => {
+                            self.output(&std::mem::take(&mut text));
+                            self.image(
+                                Some(result.node),
+                                block,
+                                &format!("$.message.content[{i}]"),
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+                self.output(&text);
+            }
+            _ => {}
+        }
+        let runs = message
+            .pointer("/details/results")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        for (position, run) in runs.enumerate() {
+            let Some(messages) = run.get("messages").and_then(Value::as_array) else {
+                continue;
+            };
+            let _ = write!(
+                self.out,
+                "<details class=\"sub\"{}><summary>subagent run #{position} · {} · {} messages · {}</summary>",
+                // A short run is shown open; a long one stays folded.
+                if messages.len() <= 4 { " open" } else { "" },
+                esc(run.get("agent").and_then(Value::as_str).unwrap_or("?")),
+                messages.len(),
+                esc(&cut(str_of(run, "task"), 120))
+            );
+            self.nested(messages);
+            self.out.push_str("</details>");
+        }
+    }
+
+    /// A subagent's own messages (not entries: no ids, no tree).
+    fn nested(&mut self, messages: &[Value]) {
+        for message in messages {
+            let role = role_of(message);
+            let class = match role {
+                "assistant" => "assistant",
+                "user" => "user",
+                "toolResult" => "tool",
+                _ => "custom",
+            };
+            let what = match role {
+                "assistant" => format!("assistant · {}", str_of(message, "model")),
+                "toolResult" => format!("tool result · {}", str_of(message, "toolName")),
+                other => other.to_owned(),
+            };
+            let _ = write!(
+                self.out,
+                "<article class=\"msg {class}\"><header><span class=\"who\">{}</span></header>",
+                esc(&what)
+            );
+            if role == "toolResult" {
+                let text = match message.get("content") {
+                    Some(Value::String(t)) => t.clone(),
+                    other => tree::content_text(other),
+                };
+                self.output(&text);
+            } else {
+                self.content(None, message.get("content"), "");
+                let calls = message
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"));
+                for call in calls {
+                    let args = arguments_text(call);
+                    let _ = write!(
+                        self.out,
+                        "<div class=\"call\"><div class=\"callhead\"><span class=\"tool\">{}</span></div>",
+                        esc(str_of(call, "name"))
+                    );
+                    self.pre("args", &args);
+                    self.out.push_str("</div>");
+                }
+            }
+            self.out.push_str("</article>");
+        }
+    }
+
+    /// A system prompt, folded.
+    fn system(&mut self, message: &Value) {
+        let mut text = String::new();
+        if let Some(content) = message.get("content").and_then(Value::as_str) {
+            text.push_str(content);
+        }
+        if let Some(sections) = message.get("sections").and_then(Value::as_object) {
+            for (name, section) in sections {
+                let _ = write!(
+                    text,
+                    "\n\n§ {name}\n{}",
+                    section.as_str().unwrap_or("(removed)")
+                );
+            }
+        }
+        let _ = write!(
+            self.out,
+            "<details class=\"system\"><summary>{} characters</summary>",
+            text.chars().count()
+        );
+        self.output(text.trim());
+        self.out.push_str("</details>");
+    }
+}
+
+/// A tool call's arguments as shown: one string argument as it is (a
+/// command, a path), else pretty JSON.
+fn arguments_text(call: &Value) -> String {
+    let args = call.get("arguments").unwrap_or(&Value::Null);
+    match args {
+        Value::Object(map) if map.len() == 1 => match map.values().next() {
+            Some(Value::String(s)) => s.clone(),
+            _ => serde_json::to_string_pretty(args).unwrap_or_default(),
+        },
+        _ => serde_json::to_string_pretty(args).unwrap_or_default(),
+    }
+}
+
+/// Entries that give no message but are shown on the branch.
+fn is_silent(kind: &str) -> bool {
+    !matches!(
+        kind,
+        "message" | "compaction" | "branch_summary" | "custom_message"
+    )
+}
+
+/// `/s/<id>/image?e=ROWID&p=PATH&m=MIME`: an image payload, decoded.
+pub fn image(local: &mut Local, _id: &str, params: &Params) -> Result<Answer, Failure> {
+    let rowid: i64 = params
+        .get("e")
+        .and_then(|e| e.parse().ok())
+        .ok_or_else(|| Failure::new(400, "e=ENTRY_ROWID is missing"))?;
+    let path = params.get("p").unwrap_or("");
+    let index = local.index()?;
+    let images = crate::store::stored_images(index.connection(), rowid)?;
+    let Some(image) = images.into_iter().find(|i| i.json_path == path) else {
+        return Err(Failure::new(404, "no image there"));
+    };
+    let bytes = if image.encoding == "base64" {
+        image.data
+    } else {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(&image.data)
+            .unwrap_or(image.data)
+    };
+    // Only raster types are shown inline: an SVG could carry script.
+    let content_type = match params.get("m") {
+        Some("image/png") => "image/png",
+        Some("image/jpeg") => "image/jpeg",
+        Some("image/gif") => "image/gif",
+        Some("image/webp") => "image/webp",
+        _ => "application/octet-stream",
+    };
+    let mut answer = Answer::new(200, content_type, bytes);
+    answer.cache = "max-age=3600";
+    Ok(answer)
+}
+
+// ---------------------------------------------------------------- subagents
+
+pub fn subagents(local: &mut Local, context: &Context, params: &Params) -> Result<Answer, Failure> {
+    let runs = api::subagent_runs(local, params)?;
+    let mut main = String::new();
+    main.push_str("<form class=\"filters bar\" action=\"/subagents\">");
+    main.push_str(&input("agent", "agent", params.get("agent"), "worker"));
+    main.push_str(&input(
+        "project",
+        "project",
+        params.get("project"),
+        "cwd or part",
+    ));
+    main.push_str(&input("since", "since", params.get("since"), "7d"));
+    let checked = if params.flag("failed")? {
+        " checked"
+    } else {
+        ""
+    };
+    let _ = write!(
+        main,
+        "<label class=\"check\"><input type=\"checkbox\" name=\"failed\" value=\"1\"{checked}>failed only</label><button>Filter</button></form>"
+    );
+    let _ = write!(
+        main,
+        "<section data-region id=\"runs\"><p class=\"count\">{} run{}</p><table class=\"runs\"><thead><tr><th>started</th><th>agent</th><th>status</th><th>task</th><th>model</th><th class=\"num\">tokens</th><th class=\"num\">cost</th><th class=\"num\">s</th><th>delegated by</th><th>child session</th></tr></thead><tbody>",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    );
+    for run in &runs {
+        run_row(run, &mut main);
+    }
+    main.push_str("</tbody></table><p class=\"hint\">A run's transcript is nested under its tool call on the delegating session's page.</p></section>");
+    Ok(Answer::html(page(
+        "Subagents",
+        Nav::Subagents,
+        context.live,
+        &main,
+    )))
+}
+
+fn run_row(run: &SubagentRun, out: &mut String) {
+    let status = run.status.as_deref().unwrap_or("?");
+    let _ = write!(
+        out,
+        "<tr><td class=\"when\">{}</td><td>{}</td><td><span class=\"st st-{}\">{}</span></td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+        esc(&minute(run.time.as_deref())),
+        esc(run.agent.as_deref().unwrap_or("?")),
+        esc(status),
+        esc(status),
+        esc(&cut(run.task.as_deref().unwrap_or(""), 140)),
+        esc(run.model.as_deref().unwrap_or("")),
+        group_digits(run.tokens),
+        run.cost.map(money).unwrap_or_default(),
+        run.duration_s
+            .map(|s| format!("{s:.0}"))
+            .unwrap_or_default()
+    );
+    match &run.parent_session {
+        Some(parent) => {
+            let _ = write!(
+                out,
+                "<td><a href=\"{}\">{}</a></td>",
+                session_href(parent),
+                esc(&cut(
+                    run.parent_name
+                        .as_deref()
+                        .unwrap_or(&parent.chars().take(8).collect::<String>()),
+                    40
+                ))
+            );
+        }
+        None => out.push_str("<td></td>"),
+    }
+    match &run.child_session {
+        Some(child) => {
+            let _ = write!(
+                out,
+                "<td><a href=\"{}\">{}</a></td></tr>",
+                session_href(child),
+                esc(&child.chars().take(8).collect::<String>())
+            );
+        }
+        None => out.push_str("<td></td></tr>"),
+    }
+}
+
+// ---------------------------------------------------------------- usage
+
+/// `/usage`: cost and tokens over time (day, week or month), by model and
+/// by project (each a link that filters the page), and tool statistics.
+pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<Answer, Failure> {
+    let period = params.choice("by", &["day", "week", "month"])?;
+    let over_time = api::usage_report(local, params, api::group_by(period))?;
+    let by_model = api::usage_report(local, params, GroupBy::Model)?;
+    let by_project = api::usage_report(local, params, GroupBy::Project)?;
+    let tool_params = Params::parse(&params.with(&[], &["by", "model", "limit"]));
+    let tools = api::tool_stats(local, &tool_params)?;
+    let mut main = String::new();
+    main.push_str("<form class=\"filters bar\" action=\"/usage\">");
+    main.push_str(&select(
+        "by",
+        "per",
+        Some(period),
+        &["day", "week", "month"],
+        false,
+    ));
+    main.push_str(&input("model", "model", params.get("model"), "sonnet"));
+    main.push_str(&input(
+        "project",
+        "project",
+        params.get("project"),
+        "cwd or part",
+    ));
+    main.push_str(&input("since", "since", params.get("since"), "30d"));
+    main.push_str(&input("until", "until", params.get("until"), "today"));
+    main.push_str("<button>Show</button></form>");
+    main.push_str("<section data-region id=\"usage\">");
+    let total = &over_time.total;
+    let _ = write!(
+        main,
+        "<div class=\"totals\"><div><b>{}</b><span>cost</span></div><div><b>{}</b><span>tokens</span></div><div><b>{}</b><span>records</span></div><div><b>{}</b><span>models</span></div></div>",
+        money(total.cost),
+        group_digits(total.total_tokens),
+        group_digits(total.records),
+        by_model.rows.len()
+    );
+    if !over_time.unpriced_models.is_empty() {
+        let _ = write!(
+            main,
+            "<p class=\"problem\">{} tokens have no price and are not in the cost: {}</p>",
+            group_digits(over_time.total.unpriced_tokens),
+            esc(&over_time.unpriced_models.join(", "))
+        );
+    }
+    let _ = write!(main, "<h2>Cost per {period}</h2>");
+    time_chart(&over_time, &mut main, Series::Cost);
+    let _ = write!(main, "<h2>Tokens per {period}</h2>");
+    time_chart(&over_time, &mut main, Series::Tokens);
+    main.push_str("<div class=\"cols\"><div><h2>By model</h2>");
+    key_chart(&by_model, "model", params, &mut main);
+    main.push_str("</div><div><h2>By project</h2>");
+    key_chart(&by_project, "project", params, &mut main);
+    main.push_str("</div></div>");
+    main.push_str("<h2>Tools</h2><table class=\"tools\"><thead><tr><th>tool</th><th class=\"num\">calls</th><th class=\"num\">errors</th><th class=\"num\">error rate</th><th class=\"num\">no result</th><th class=\"num\">median ms</th><th class=\"num\">p95 ms</th><th class=\"num\">largest output</th></tr></thead><tbody>");
+    for tool in &tools {
+        let _ = write!(
+            main,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}%</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            esc(&tool.key),
+            group_digits(tool.calls),
+            group_digits(tool.errors),
+            tool.error_rate * 100.0,
+            group_digits(tool.no_result),
+            tool.median_ms.map(group_digits).unwrap_or_default(),
+            tool.p95_ms.map(group_digits).unwrap_or_default(),
+            tool.max_result_len.map(group_digits).unwrap_or_default()
+        );
+    }
+    main.push_str("</tbody></table></section>");
+    Ok(Answer::html(page("Usage", Nav::Usage, context.live, &main)))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Series {
+    Cost,
+    Tokens,
+}
+
+const CHART_W: f64 = 960.0;
+const CHART_H: f64 = 220.0;
+const PAD_L: f64 = 64.0;
+const PAD_B: f64 = 28.0;
+/// Room above the highest bar for its axis label.
+const PAD_T: f64 = 16.0;
+
+/// Bars per period, as inline SVG: cost, or tokens stacked by kind.
+fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
+    let rows = &report.rows;
+    if rows.is_empty() {
+        out.push_str("<p class=\"hint\">No usage recorded in this selection.</p>");
+        return;
+    }
+    let parts = |row: &UsageRow| -> Vec<f64> {
+        match series {
+            Series::Cost => vec![row.cost],
+            Series::Tokens => vec![
+                row.input_tokens as f64,
+                row.output_tokens as f64,
+                row.cache_read_tokens as f64,
+                row.cache_write_tokens as f64,
+            ],
+        }
+    };
+    let max = rows
+        .iter()
+        .map(|r| parts(r).iter().sum::<f64>())
+        .fold(0.0_f64, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let plot_w = CHART_W - PAD_L - 8.0;
+    let plot_h = CHART_H - PAD_B - PAD_T;
+    let slot = plot_w / rows.len() as f64;
+    let bar = (slot * 0.8).max(1.0);
+    let label = |v: f64| match series {
+        Series::Cost => money(v),
+        Series::Tokens => compact(v),
+    };
+    let _ = write!(
+        out,
+        "<svg class=\"chart\" data-chart=\"{}\" data-points=\"{}\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\" aria-label=\"{}\">",
+        if series == Series::Cost {
+            "cost"
+        } else {
+            "tokens"
+        },
+        rows.len(),
+        if series == Series::Cost {
+            "cost over time"
+        } else {
+            "tokens over time"
+        }
+    );
+    // Grid lines at quarters of the maximum.
+    for q in 0..=4 {
+        let v = max * f64::from(q) / 4.0;
+        let y = PAD_T + plot_h - plot_h * f64::from(q) / 4.0;
+        let _ = write!(
+            out,
+            "<line class=\"grid\" x1=\"{PAD_L}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text class=\"axis\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            CHART_W - 8.0,
+            PAD_L - 6.0,
+            y + 4.0,
+            esc(&label(v))
+        );
+    }
+    // A day's label without its year; as many labels as fit (7 units a
+    // character), evenly spaced.
+    let short = |key: &str| -> String {
+        match key.as_bytes() {
+            [_, _, _, _, b'-', _, _, b'-', _, _] => key[5..].to_owned(),
+            _ => key.to_owned(),
+        }
+    };
+    let widest = rows
+        .iter()
+        .map(|r| short(&r.key).chars().count())
+        .max()
+        .unwrap_or(1) as f64
+        * 7.0
+        + 10.0;
+    let every = ((widest / slot).ceil() as usize).max(1);
+    for (i, row) in rows.iter().enumerate() {
+        let x = PAD_L + slot * i as f64 + (slot - bar) / 2.0;
+        let mut y = PAD_T + plot_h;
+        let values = parts(row);
+        for (k, value) in values.iter().enumerate() {
+            let h = plot_h * value / max;
+            y -= h;
+            let _ = write!(
+                out,
+                "<rect class=\"s{k}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{h:.1}\"><title>{} · {}</title></rect>",
+                esc(&row.key),
+                esc(&match series {
+                    Series::Cost => money(*value),
+                    Series::Tokens => format!(
+                        "{} {} tokens",
+                        group_digits(*value as i64),
+                        ["input", "output", "cache read", "cache write"][k]
+                    ),
+                })
+            );
+        }
+        if i % every == 0 {
+            let _ = write!(
+                out,
+                "<text class=\"axis\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                x + bar / 2.0,
+                CHART_H - 8.0,
+                esc(&short(&row.key))
+            );
+        }
+    }
+    out.push_str("</svg>");
+    if series == Series::Tokens {
+        out.push_str("<p class=\"legend\"><i class=\"s0\"></i>input <i class=\"s1\"></i>output <i class=\"s2\"></i>cache read <i class=\"s3\"></i>cache write</p>");
+    }
+}
+
+/// Horizontal bars of cost per key (model or project), each a link that
+/// filters the page by it.
+fn key_chart(report: &UsageReport, param: &str, params: &Params, out: &mut String) {
+    let rows: Vec<&UsageRow> = report.rows.iter().take(12).collect();
+    if rows.is_empty() {
+        out.push_str("<p class=\"hint\">None.</p>");
+        return;
+    }
+    let max = rows
+        .iter()
+        .map(|r| r.cost.max(0.0))
+        .fold(0.0_f64, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let row_h = 26.0;
+    let height = row_h * rows.len() as f64 + 4.0;
+    let _ = write!(
+        out,
+        "<svg class=\"chart bars\" data-chart=\"{param}\" data-points=\"{}\" viewBox=\"0 0 460 {height}\" role=\"img\" aria-label=\"cost by {param}\">",
+        rows.len()
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let y = row_h * i as f64 + 2.0;
+        let w = 200.0 * row.cost.max(0.0) / max;
+        let href = format!("/usage?{}", params.with(&[(param, &row.key)], &[]));
+        let _ = write!(
+            out,
+            "<a href=\"{}\"><text class=\"key\" x=\"0\" y=\"{:.1}\">{}</text><rect class=\"s0\" x=\"190\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{} · {} · {} tokens</title></rect><text class=\"val\" x=\"{:.1}\" y=\"{:.1}\">{}</text></a>",
+            esc(&href),
+            y + 17.0,
+            esc(&cut(&tail(&row.key, 28), 28)),
+            y + 4.0,
+            row_h - 8.0,
+            esc(&row.key),
+            money(row.cost),
+            group_digits(row.total_tokens),
+            194.0 + w,
+            y + 17.0,
+            money(row.cost)
+        );
+    }
+    out.push_str("</svg>");
+}
+
+/// The end of a long key (a project's path ends with its name).
+fn tail(key: &str, n: usize) -> String {
+    let count = key.chars().count();
+    if count <= n {
+        key.to_owned()
+    } else {
+        let rest: String = key.chars().skip(count - n + 1).collect();
+        format!("…{rest}")
+    }
+}
+
+/// `12345678` as `12.3M`.
+fn compact(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.1}B", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
