@@ -631,7 +631,7 @@ impl<'c> ChunkTexts<'c> {
             )?,
             shared_field: conn.prepare_cached(
                 "SELECT CASE WHEN ?2 = '$' THEN text ELSE json_extract(text, ?2) END
-                   FROM shared_texts WHERE text_id = ?1",
+                   FROM v_shared_texts WHERE text_id = ?1",
             )?,
             last: (0, String::new(), String::new()),
         })
