@@ -2,9 +2,10 @@
 --
 -- Tool output is most of a session's bytes (two thirds of the bench
 -- corpus), and it was stored whole in entries.raw. Its large strings (1 KB
--- or more, in any message that is not user, assistant or system: tool
--- results, bash executions, custom messages) now leave raw as the system
--- prompt's values did in 0011: one shared_texts row per distinct value (a
+-- or more, in tool results, bash executions and custom messages, and an
+-- assistant message's thinking, tool-call arguments and signatures: all but
+-- the conversation's text) now leave raw as the system prompt's values did
+-- in 0011: one shared_texts row per distinct value (a
 -- file read twice, a fork's copy of an output: stored and indexed once),
 -- linked from the entry by shared_refs. A shared text of 512 bytes or more
 -- is stored deflated when that is smaller: `deflated` holds a zlib stream,
@@ -112,3 +113,14 @@ WHERE c.parent_session_id IS NOT NULL
          FROM (SELECT * FROM shared_refs r WHERE r.entry_rowid = p.entry_rowid
                 ORDER BY json_path, key))
 GROUP BY e.entry_rowid;
+
+-- A tool call's arguments may hold shared values now (an assistant
+-- message's large strings that are not conversation text go too).
+DROP VIEW tool_calls;
+CREATE VIEW tool_calls AS
+SELECT t.file_id, t.session_id, t.entry_id, t.entry_rowid, t.json_path, t.block_index, t.call_id, t.name,
+       json_extract(e.raw, t.json_path || '.arguments') AS arguments,
+       t.timestamp_ms, t.result_entry_id, t.result_entry_rowid, t.result_timestamp_ms,
+       t.is_error, t.result_len,
+       t.result_timestamp_ms - t.timestamp_ms AS duration_ms
+FROM tool_call_meta t JOIN v_entries e ON e.entry_rowid = t.entry_rowid;

@@ -12,7 +12,7 @@
 //! SQL archives, which the `sqlite3` shell reads with `sqlar_uncompress`.
 //! Tool output is most of a session's bytes and deflates to about a third.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use serde_json::{Map, Value};
@@ -31,10 +31,12 @@ pub const LARGE_MIN: usize = 1024;
 /// Values this long or longer are stored deflated when that is smaller.
 pub const COMPRESS_MIN: usize = 512;
 
-/// Deflate level: 1 compresses tool output to 33 % at ~100 MB/s a core,
-/// 6 to 30 % at ~40 MB/s (zlib, bench corpus); the sync's parse workers
-/// pay it, so the fast level.
-const COMPRESS_LEVEL: u32 = 1;
+/// Deflate level. On the bench corpus's tool output (zlib, one loaded
+/// core): 1 keeps 34 % of the bytes at 68 MB/s, 4 keeps 31.6 % at 49 MB/s,
+/// 6 keeps 30.9 % at 28 MB/s. The sync's parse workers pay it; 4 is where
+/// the bytes stop paying for the time. (miniz_oxide's level 1 kept 38 %:
+/// flate2 runs on zlib-rs.)
+const COMPRESS_LEVEL: u32 = 4;
 
 /// One value cut out of an entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,11 +196,12 @@ pub(super) fn push_texts(out: &mut Entry) {
     }
 }
 
-/// Cuts the large strings of a message that is not conversation (a tool
-/// result, a bash execution, a custom message) out of `object`, after its
+/// Cuts the large strings of a message out of `object`, after its
 /// searchable fields were found: each such field then reads its text from
-/// the shared value (`TextField::shared`). User and assistant messages keep
-/// theirs, which `v_message_text` and `message_fts` read from `raw`.
+/// the shared value (`TextField::shared`). Not the conversation: the text
+/// of user and assistant messages (what `v_message_text` and `message_fts`
+/// read from `raw`) stays, and user and system messages keep everything;
+/// an assistant message's thinking, tool-call arguments and signatures go.
 pub(super) fn cut_large(object: &mut Value, out: &mut Entry) {
     if out.entry_type != "message" {
         return;
@@ -207,11 +210,19 @@ pub(super) fn cut_large(object: &mut Value, out: &mut Entry) {
         return;
     };
     let role = super::role_of(message);
-    if matches!(role.as_str(), "user" | "assistant" | "system" | "developer") {
+    if matches!(role.as_str(), "user" | "system" | "developer") {
         return;
     }
+    let conversation: HashSet<&str> = out
+        .texts
+        .iter()
+        .filter(|field| matches!(field.kind, kind::USER | kind::ASSISTANT))
+        .map(|field| field.json_path.as_str())
+        .collect();
     let first = out.shared.len();
-    cut_strings(message, &mut String::from("$.message"), &mut out.shared);
+    let mut cut = Vec::new();
+    cut_strings(message, &mut String::from("$.message"), &conversation, &mut cut);
+    out.shared.extend(cut);
     if out.shared.len() == first {
         return;
     }
@@ -229,14 +240,18 @@ pub(super) fn cut_large(object: &mut Value, out: &mut Entry) {
 
 /// `cut_large` below one value: every object member that is a string of
 /// `LARGE_MIN` bytes or more and has a JSON path.
-fn cut_strings(value: &mut Value, path: &mut String, out: &mut Vec<SharedValue>) {
+fn cut_strings(
+    value: &mut Value,
+    path: &mut String,
+    keep: &HashSet<&str>,
+    out: &mut Vec<SharedValue>,
+) {
     match value {
         Value::Object(map) => {
-            let large =
-                |key: &str, value: &Value| {
-                    value.as_str().is_some_and(|s| s.len() >= LARGE_MIN)
-                        && child_path("$", key).is_some()
-                };
+            let large = |key: &str, value: &Value| {
+                value.as_str().is_some_and(|s| s.len() >= LARGE_MIN)
+                    && child_path(path, key).is_some_and(|at| !keep.contains(at.as_str()))
+            };
             take_keys(map, path, large, out);
             let len = path.len();
             for (key, item) in map.iter_mut() {
@@ -247,7 +262,7 @@ fn cut_strings(value: &mut Value, path: &mut String, out: &mut Vec<SharedValue>)
                     continue;
                 };
                 *path = child;
-                cut_strings(item, path, out);
+                cut_strings(item, path, keep, out);
                 path.truncate(len);
             }
         }
@@ -259,7 +274,7 @@ fn cut_strings(value: &mut Value, path: &mut String, out: &mut Vec<SharedValue>)
                 }
                 use std::fmt::Write as _;
                 let _ = write!(path, "[{index}]");
-                cut_strings(item, path, out);
+                cut_strings(item, path, keep, out);
                 path.truncate(len);
             }
         }
