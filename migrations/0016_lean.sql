@@ -124,3 +124,12 @@ SELECT t.file_id, t.session_id, t.entry_id, t.entry_rowid, t.json_path, t.block_
        t.is_error, t.result_len,
        t.result_timestamp_ms - t.timestamp_ms AS duration_ms
 FROM tool_call_meta t JOIN v_entries e ON e.entry_rowid = t.entry_rowid;
+
+-- Indexes no statement needs (EXPLAIN QUERY PLAN over every command's
+-- statements, docs/performance.md): content_blocks was read by file only
+-- to delete a file's rows, which now go by entry (the primary key's
+-- prefix, through entries_file_entry); entries(file_id, pi_index) served
+-- only v1 compactions' first kept entry, which entries_file_entry's range
+-- of the file finds as well. 7 MB and 2 MB per GB of sessions.
+DROP INDEX content_blocks_file;
+DROP INDEX entries_file_pi_index;

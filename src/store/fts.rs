@@ -974,7 +974,13 @@ fn reclaim(conn: &Connection) -> rusqlite::Result<()> {
     if free == 0 {
         return Ok(());
     }
-    match conn.execute_batch("PRAGMA incremental_vacuum") {
+    // One page per step (a row each): stepped to the end.
+    let vacuumed = conn.prepare("PRAGMA incremental_vacuum").and_then(|mut stmt| {
+        let mut rows = stmt.query([])?;
+        while rows.next()?.is_some() {}
+        Ok(())
+    });
+    match vacuumed {
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::DatabaseBusy =>
         {

@@ -174,6 +174,10 @@ fn a_stray_shard_file_changes_no_hit() {
     );
 }
 
+/// The fixture session with a tool result of 2 MB.
+const LARGE_OUTPUT: &str =
+    "--home-user-proj-b--/2026-02-10T14-00-00-000Z_019c47da-1300-74f8-8e3e-8e2ce99f293c.jsonl";
+
 /// What the index of `sessions` answers before an old schema is faked.
 struct Before {
     env: Env,
@@ -183,10 +187,12 @@ struct Before {
 
 /// The `sessions` tree without its 1.x sessions: their system messages
 /// need schema 11's tables, which the fakes of older schemas drop (the
-/// schema 9 fake re-indexes, so it keeps them).
+/// schema 9 fake re-indexes, so it keeps them); and without the session
+/// whose 2 MB tool output is a deflated shared text (schema 16).
 fn synced_sessions() -> Before {
     let env = Env::with_fixture("sessions");
     std::fs::remove_dir_all(env.root.join("--home-user-proj-1x--")).expect("remove 1.x sessions");
+    std::fs::remove_file(env.root.join(LARGE_OUTPUT)).expect("remove the large tool output");
     env.sync();
     let fresh = canonical_dump(&env.db);
     let hits = QUERIES.iter().map(|q| hits(&env, q)).collect();
@@ -227,7 +233,25 @@ fn undo(migration: usize) -> String {
     let init = include_str!("../../migrations/0001_init.sql");
     let subagents = include_str!("../../migrations/0002_subagents.sql");
     let usage = include_str!("../../migrations/0004_usage.sql");
+    let tree = include_str!("../../migrations/0003_tree.sql");
+    let shared = include_str!("../../migrations/0011_shared_texts.sql");
     match migration {
+        // Deflated shared texts and the views over them (back to 0011's,
+        // 0003's and 0001's).
+        16 => format!(
+            "DROP VIEW tool_calls; DROP VIEW v_fork_copies; DROP VIEW messages; DROP VIEW texts;
+             DROP VIEW fts_content; DROP VIEW v_entries; DROP VIEW v_shared_values;
+             DROP VIEW v_shared_texts;
+             ALTER TABLE shared_texts DROP COLUMN deflated;
+             ALTER TABLE shared_texts DROP COLUMN text_len;
+             {} {} {} {} {} {}",
+            view(shared, "v_shared_values"),
+            view(shared, "fts_content"),
+            view(shared, "texts"),
+            view(shared, "messages"),
+            view(tree, "v_fork_copies"),
+            view(init, "tool_calls"),
+        ),
         // Search for every SQLite tool: `message_fts` and its views, and
         // `artifact_fts` declared as 0002 did.
         15 => {
@@ -445,6 +469,48 @@ fn a_schema_9_database_is_upgraded_and_re_indexed() {
         upgraded == fresh,
         "the upgraded index differs from a fresh one"
     );
+    fts_integrity(&env.db);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+}
+
+/// Schema 15 kept tool output whole in `entries.raw`; the upgrade to 16
+/// re-indexes every file (parser version 6), which moves it to deflated
+/// shared texts: the same index a fresh sync makes, the same export.
+#[test]
+fn a_schema_15_database_is_upgraded_and_re_indexed() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let fresh = canonical_dump(&env.db);
+    let exported = env.run(&["export", "019c47da"]).stdout;
+    assert!(exported.len() > 2_000_000, "the session with 2 MB of tool output");
+    assert!(
+        env.count("SELECT count(*) FROM shared_texts WHERE deflated IS NOT NULL") > 0,
+        "the fixture has tool output to deflate"
+    );
+    db_sql(
+        &env.db,
+        &format!(
+            "{} UPDATE files SET parser_version = 5; PRAGMA user_version = 15;",
+            undo_down_to(15)
+        ),
+    );
+    let out = env.run(&["search", "session"]);
+    assert_eq!(out.status.code(), Some(2), "queries refuse schema 15");
+    let summary = env.sync();
+    assert!(summary["files_indexed"].as_u64() > Some(0), "{summary}");
+    assert_eq!(
+        env.count("PRAGMA user_version"),
+        piidx::store::SCHEMA_VERSION
+    );
+    let mut upgraded = canonical_dump(&env.db);
+    let mut fresh = fresh;
+    upgraded.retain(|row| !row.starts_with("fts_shards|"));
+    fresh.retain(|row| !row.starts_with("fts_shards|"));
+    assert!(
+        upgraded == fresh,
+        "the upgraded index differs from a fresh one"
+    );
+    assert_eq!(env.run(&["export", "019c47da"]).stdout, exported);
     fts_integrity(&env.db);
     assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
 }
