@@ -221,7 +221,12 @@ pub(super) fn cut_large(object: &mut Value, out: &mut Entry) {
         .collect();
     let first = out.shared.len();
     let mut cut = Vec::new();
-    cut_strings(message, &mut String::from("$.message"), &conversation, &mut cut);
+    cut_strings(
+        message,
+        &mut String::from("$.message"),
+        &conversation,
+        &mut cut,
+    );
     out.shared.extend(cut);
     if out.shared.len() == first {
         return;

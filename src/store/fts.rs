@@ -975,11 +975,13 @@ fn reclaim(conn: &Connection) -> rusqlite::Result<()> {
         return Ok(());
     }
     // One page per step (a row each): stepped to the end.
-    let vacuumed = conn.prepare("PRAGMA incremental_vacuum").and_then(|mut stmt| {
-        let mut rows = stmt.query([])?;
-        while rows.next()?.is_some() {}
-        Ok(())
-    });
+    let vacuumed = conn
+        .prepare("PRAGMA incremental_vacuum")
+        .and_then(|mut stmt| {
+            let mut rows = stmt.query([])?;
+            while rows.next()?.is_some() {}
+            Ok(())
+        });
     match vacuumed {
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::DatabaseBusy =>

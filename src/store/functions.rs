@@ -13,7 +13,6 @@ use rusqlite::Connection;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 
-
 /// Registers piidx's SQL functions on `conn`.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     conn.create_scalar_function(
@@ -37,7 +36,9 @@ fn sqlar_uncompress(ctx: &Context<'_>) -> rusqlite::Result<Value> {
     use std::io::Read;
     flate2::read::ZlibDecoder::new(stored)
         .read_to_end(&mut out)
-        .map_err(|err| rusqlite::Error::UserFunctionError(format!("sqlar_uncompress: {err}").into()))?;
+        .map_err(|err| {
+            rusqlite::Error::UserFunctionError(format!("sqlar_uncompress: {err}").into())
+        })?;
     Ok(Value::Blob(out))
 }
 

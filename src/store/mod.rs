@@ -33,6 +33,7 @@ pub use fts::{
     ShardConfig, attach_one_shard, attach_shards, default_shards, remove_database, shard_path,
     shard_schema,
 };
+pub use functions::register as register_functions;
 pub use redaction::RedactionState;
 pub use restore::{restore_entry, shared_values, stored_images};
 pub use roots::RootInfo;
