@@ -113,8 +113,31 @@ fn main() -> anyhow::Result<()> {
     let spill_path = PathBuf::from(spill_path);
     let (rows, bytes) = {
         let src = Connection::open_with_flags(&from, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        let sql =
-            format!("SELECT {SRC_ID_COL}, {SRC_BODY_COL} FROM {SRC_TABLE} ORDER BY {SRC_ID_COL}");
+        // Shared texts may be stored deflated (schema 17): the views read
+        // them with the function piidx registers.
+        piidx::store::register_functions(&src)?;
+        let shared: bool = src.query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'v_shared_texts'",
+            [],
+            |row| row.get(0),
+        )?;
+        // The rows the shards hold: each chunk that is its own row, and each
+        // shared text's rows once (schema 17 shares tool output too).
+        let sql = if shared {
+            format!(
+                "SELECT f.{SRC_ID_COL}, f.{SRC_BODY_COL} FROM {SRC_TABLE} f
+                   JOIN chunks c ON c.chunk_id = f.{SRC_ID_COL} WHERE c.fts_rowid IS NULL
+                 UNION ALL
+                 SELECT sc.fts_rowid,
+                        CAST(substr(CAST(CASE WHEN sc.inner_path = '$' THEN st.text
+                                              ELSE json_extract(st.text, sc.inner_path) END AS BLOB),
+                                    sc.start + 1, sc.len) AS TEXT)
+                   FROM shared_chunks sc JOIN v_shared_texts st ON st.text_id = sc.text_id
+                 ORDER BY 1"
+            )
+        } else {
+            format!("SELECT {SRC_ID_COL}, {SRC_BODY_COL} FROM {SRC_TABLE} ORDER BY {SRC_ID_COL}")
+        };
         let mut stmt = src.prepare(&sql)?;
         let mut q = stmt.query([])?;
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&spill_path)?);

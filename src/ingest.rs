@@ -21,7 +21,8 @@ use crate::read::{Fingerprint, Line, LineReader};
 /// place among their object's keys. 4: every string is searchable, and
 /// system messages' large values are stored once (`shared_texts`). 5:
 /// subagent statuses in Pi 1.5's words, usage parts (reasoning, 1h cache).
-pub const PARSER_VERSION: i64 = 5;
+/// 6: large strings of tool results are shared texts too, stored deflated.
+pub const PARSER_VERSION: i64 = 6;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;

@@ -47,12 +47,22 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let text = serde_json::to_string_pretty(&datasette::metadata(&database))?;
     std::fs::write(&metadata_path, text + "\n")
         .with_context(|| format!("cannot write {}", metadata_path.display()))?;
+    let plugins = {
+        let mut name = db.as_os_str().to_owned();
+        name.push(".datasette-plugins");
+        PathBuf::from(name)
+    };
+    std::fs::create_dir_all(&plugins)
+        .and_then(|()| std::fs::write(plugins.join("piidx_sqlar.py"), SQLAR_PLUGIN))
+        .with_context(|| format!("cannot write the Datasette plugin in {}", plugins.display()))?;
     let mut command = vec![
         "datasette".to_owned(),
         "serve".to_owned(),
         db.to_string_lossy().into_owned(),
         "--metadata".to_owned(),
         metadata_path.to_string_lossy().into_owned(),
+        "--plugins-dir".to_owned(),
+        plugins.to_string_lossy().into_owned(),
         "--host".to_owned(),
         args.host.clone(),
         "--port".to_owned(),
@@ -79,6 +89,26 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     }
     Err(err).context("cannot run datasette")
 }
+
+/// A Datasette plugin giving its connections `sqlar_uncompress`, which the
+/// `sqlite3` shell has built in and the views over deflated shared texts
+/// read with (migration 0017, docs/schema.md).
+const SQLAR_PLUGIN: &str = r#""""Written by `piidx datasette`: sqlar_uncompress for piidx's views (docs/schema.md)."""
+import zlib
+
+from datasette import hookimpl
+
+
+def sqlar_uncompress(data, size):
+    if data is None or size is None or size <= 0 or len(data) == size:
+        return data
+    return zlib.decompress(data)
+
+
+@hookimpl
+def prepare_connection(conn):
+    conn.create_function("sqlar_uncompress", 2, sqlar_uncompress, deterministic=True)
+"#;
 
 /// A word as a POSIX shell reads it back.
 fn shell_quote(word: &str) -> String {

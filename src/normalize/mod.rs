@@ -347,6 +347,7 @@ pub fn entry_redacted(mut object: Value, ctx: &EntryContext, redactor: Option<&R
     describe(&object, &mut out);
     text::push_rest(&object, &mut out);
     shared::push_texts(&mut out);
+    shared::cut_large(&mut object, &mut out);
     out.raw = object.to_string();
     out
 }

@@ -3,6 +3,17 @@
 //! content and tool list of Pi 1.x system messages, and of the system
 //! message a compaction keeps. Each keeps its key and its place among its
 //! object's keys, so export puts it back exactly.
+//!
+//! Since migration 0017 the large strings of tool results (and of the other
+//! messages that are not conversation: bash executions, custom messages)
+//! leave it too (`cut_large`): a file read twice, a fork's copy of an
+//! output, is then stored and indexed once, and a value of `COMPRESS_MIN`
+//! bytes or more is stored deflated (`compress`) in the format of SQLite's
+//! SQL archives, which the `sqlite3` shell reads with `sqlar_uncompress`.
+//! Tool output is most of a session's bytes and deflates to about a third.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
 
 use serde_json::{Map, Value};
 use xxhash_rust::xxh3::xxh3_128;
@@ -11,6 +22,21 @@ use super::{Entry, child_path, kind, text};
 
 /// Smaller values stay in `raw`: a reference costs more than they do.
 pub const SHARE_MIN: usize = 256;
+
+/// Strings of tool results this long or longer leave `raw` (`cut_large`):
+/// a reference and its text row cost about 200 bytes, and deflating a
+/// value this size saves more than that.
+pub const LARGE_MIN: usize = 1024;
+
+/// Values this long or longer are stored deflated when that is smaller.
+pub const COMPRESS_MIN: usize = 512;
+
+/// Deflate level. On the bench corpus's tool output (zlib, one loaded
+/// core): 1 keeps 34 % of the bytes at 68 MB/s, 4 keeps 31.6 % at 49 MB/s,
+/// 6 keeps 30.9 % at 28 MB/s. The sync's parse workers pay it; 4 is where
+/// the bytes stop paying for the time. (miniz_oxide's level 1 kept 38 %:
+/// flate2 runs on zlib-rs.)
+const COMPRESS_LEVEL: u32 = 4;
 
 /// One value cut out of an entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +50,36 @@ pub struct SharedValue {
     /// `text` is a JSON value (a tool list) rather than the string itself.
     pub is_json: bool,
     pub text: String,
+    /// `text` deflated (zlib format), when that is smaller (`compress`).
+    pub deflated: Option<Vec<u8>>,
+}
+
+/// `text` as a zlib stream, as SQLite's `sqlar_compress` writes it, when
+/// it is at least `COMPRESS_MIN` bytes and the stream is shorter (the
+/// shell's `sqlar_uncompress(data, size)` takes data of `size` bytes as not
+/// compressed, so a stream must be strictly shorter).
+pub fn compress(text: &str) -> Option<Vec<u8>> {
+    if text.len() < COMPRESS_MIN {
+        return None;
+    }
+    let mut encoder = flate2::write::ZlibEncoder::new(
+        Vec::with_capacity(text.len() / 2),
+        flate2::Compression::new(COMPRESS_LEVEL),
+    );
+    encoder.write_all(text.as_bytes()).ok()?;
+    let deflated = encoder.finish().ok()?;
+    (deflated.len() < text.len()).then_some(deflated)
+}
+
+/// The text of a value stored deflated (`compress`); `None` when the data
+/// is not a zlib stream of valid UTF-8.
+pub fn inflate(deflated: &[u8], len: usize) -> Option<String> {
+    use std::io::Read;
+    let mut text = Vec::with_capacity(len);
+    flate2::read::ZlibDecoder::new(deflated)
+        .read_to_end(&mut text)
+        .ok()?;
+    String::from_utf8(text).ok()
 }
 
 /// Where a system message sits in an entry, if it holds one.
@@ -99,6 +155,7 @@ fn take_keys(
             key_index: key_index as i64,
             hash: hash(is_json, &text),
             is_json,
+            deflated: compress(&text),
             text,
         });
     }
@@ -136,6 +193,97 @@ pub(super) fn push_texts(out: &mut Entry) {
         {
             field.shared = Some((index, inner));
         }
+    }
+}
+
+/// Cuts the large strings of a message out of `object`, after its
+/// searchable fields were found: each such field then reads its text from
+/// the shared value (`TextField::shared`). Not the conversation: the text
+/// of user and assistant messages (what `v_message_text` and `message_fts`
+/// read from `raw`) stays, and user and system messages keep everything;
+/// an assistant message's thinking, tool-call arguments and signatures go.
+pub(super) fn cut_large(object: &mut Value, out: &mut Entry) {
+    if out.entry_type != "message" {
+        return;
+    }
+    let Some(message) = object.get_mut("message").filter(|m| m.is_object()) else {
+        return;
+    };
+    let role = super::role_of(message);
+    if matches!(role.as_str(), "user" | "system" | "developer") {
+        return;
+    }
+    let conversation: HashSet<&str> = out
+        .texts
+        .iter()
+        .filter(|field| matches!(field.kind, kind::USER | kind::ASSISTANT))
+        .map(|field| field.json_path.as_str())
+        .collect();
+    let first = out.shared.len();
+    let mut cut = Vec::new();
+    cut_strings(
+        message,
+        &mut String::from("$.message"),
+        &conversation,
+        &mut cut,
+    );
+    out.shared.extend(cut);
+    if out.shared.len() == first {
+        return;
+    }
+    let at: HashMap<String, usize> = out.shared[first..]
+        .iter()
+        .enumerate()
+        .filter_map(|(n, value)| Some((child_path(&value.json_path, &value.key)?, first + n)))
+        .collect();
+    for field in out.texts.iter_mut().filter(|field| field.shared.is_none()) {
+        if let Some(&index) = at.get(&field.json_path) {
+            field.shared = Some((index, "$".to_owned()));
+        }
+    }
+}
+
+/// `cut_large` below one value: every object member that is a string of
+/// `LARGE_MIN` bytes or more and has a JSON path.
+fn cut_strings(
+    value: &mut Value,
+    path: &mut String,
+    keep: &HashSet<&str>,
+    out: &mut Vec<SharedValue>,
+) {
+    match value {
+        Value::Object(map) => {
+            let large = |key: &str, value: &Value| {
+                value.as_str().is_some_and(|s| s.len() >= LARGE_MIN)
+                    && child_path(path, key).is_some_and(|at| !keep.contains(at.as_str()))
+            };
+            take_keys(map, path, large, out);
+            let len = path.len();
+            for (key, item) in map.iter_mut() {
+                if !(item.is_object() || item.is_array()) {
+                    continue;
+                }
+                let Some(child) = child_path(path, key) else {
+                    continue;
+                };
+                *path = child;
+                cut_strings(item, path, keep, out);
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            let len = path.len();
+            for (index, item) in items.iter_mut().enumerate() {
+                if !(item.is_object() || item.is_array()) {
+                    continue;
+                }
+                use std::fmt::Write as _;
+                let _ = write!(path, "[{index}]");
+                cut_strings(item, path, keep, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -70,6 +70,7 @@ impl Writer {
         };
         conn.busy_timeout(Duration::from_secs(10))
             .map_err(sqlite_error(path))?;
+        super::functions::register(&conn).map_err(sqlite_error(path))?;
         Ok(Writer::wrap(conn, path))
     }
 

@@ -43,8 +43,9 @@ const SHARD_APPLICATION_ID: i64 = 0x7069_6973;
 /// `PRAGMA user_version` of shard files with this layout; a shard of
 /// another version is replaced and indexed again. Version 1 had no
 /// `fts_trigram`; version 2 declared both tables `contentless_delete = 1`,
-/// which SQLite before 3.43 refuses to open.
-const SHARD_VERSION: i64 = 3;
+/// which SQLite before 3.43 refuses to open; version 3 was not
+/// `auto_vacuum = INCREMENTAL` (see `reclaim`).
+const SHARD_VERSION: i64 = 4;
 
 const SHARD_SCHEMA: &str = "
 CREATE TABLE shard(
@@ -631,7 +632,7 @@ impl<'c> ChunkTexts<'c> {
             )?,
             shared_field: conn.prepare_cached(
                 "SELECT CASE WHEN ?2 = '$' THEN text ELSE json_extract(text, ?2) END
-                   FROM shared_texts WHERE text_id = ?1",
+                   FROM v_shared_texts WHERE text_id = ?1",
             )?,
             last: (0, String::new(), String::new()),
         })
@@ -856,6 +857,9 @@ fn open_shard_for_writing(
     })?;
     let conn = Connection::open(path).map_err(&err)?;
     configure_shard(&conn, path)?;
+    // Before the first table: only an empty file takes it (see `reclaim`).
+    conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL")
+        .map_err(&err)?;
     conn.execute_batch(&format!(
         "BEGIN IMMEDIATE; {SHARD_SCHEMA}
          PRAGMA application_id = {SHARD_APPLICATION_ID}; PRAGMA user_version = {SHARD_VERSION};"
@@ -955,7 +959,37 @@ fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Resul
     // This sync's deletions, or those of one a kill cut short before its
     // purge: `purge_pending` persists either way.
     purge(&conn).map_err(&err)?;
+    reclaim(&conn).map_err(&err)?;
     Ok(true)
+}
+
+/// FTS5 merges its segments as it goes, and every merge leaves the pages
+/// of the segments it read free: after a cold sync of the bench corpus, 5 %
+/// to 9 % of a shard's pages were free (24 MB of 333 MB). Shards are
+/// `auto_vacuum = INCREMENTAL` (layout 4), so handing them back moves only
+/// the pages after the first free one, at the end of each sync that wrote.
+/// A reader holding the file leaves them for the next sync.
+fn reclaim(conn: &Connection) -> rusqlite::Result<()> {
+    let free: i64 = conn.query_row("PRAGMA freelist_count", [], |row| row.get(0))?;
+    if free == 0 {
+        return Ok(());
+    }
+    // One page per step (a row each): stepped to the end.
+    let vacuumed = conn
+        .prepare("PRAGMA incremental_vacuum")
+        .and_then(|mut stmt| {
+            let mut rows = stmt.query([])?;
+            while rows.next()?.is_some() {}
+            Ok(())
+        });
+    match vacuumed {
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 /// The shards are contentless: deleting a row only records its id, and

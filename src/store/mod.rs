@@ -10,6 +10,7 @@
 mod check;
 mod copies;
 mod fts;
+mod functions;
 mod machine;
 #[cfg(feature = "postgres")]
 pub mod pg;
@@ -36,6 +37,7 @@ pub use fts::{
     ShardConfig, attach_one_shard, attach_shards, default_shards, remove_database, shard_path,
     shard_schema,
 };
+pub use functions::register as register_functions;
 pub use machine::{Machine, host_name};
 pub use push_source::{PushFile, PushTable};
 pub use redaction::RedactionState;
@@ -193,6 +195,7 @@ impl Index {
         self.conn
             .busy_timeout(Duration::from_secs(10))
             .map_err(sqlite_error(&self.path))?;
+        functions::register(&self.conn).map_err(sqlite_error(&self.path))?;
         self.conn
             .execute_batch(
                 "PRAGMA query_only = 1; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;",
@@ -205,6 +208,7 @@ impl Index {
     /// its tables are then found by their plain names. On read-only media
     /// as `open` opens it.
     pub fn attach_to(conn: &Connection, path: &Path) -> Result<()> {
+        functions::register(conn).map_err(sqlite_error(path))?;
         let attach = |mode: &str| -> Result<()> {
             conn.execute(
                 "ATTACH DATABASE ?1 AS idx",
@@ -337,6 +341,7 @@ impl Writer {
             })?;
         }
         let conn = Connection::open(path).map_err(sqlite_error(path))?;
+        functions::register(&conn).map_err(sqlite_error(path))?;
         let mut writer = Writer::wrap(conn, path);
         schema::check_identity(&writer.conn, path)?;
         writer.configure()?;

@@ -13,7 +13,7 @@ pub fn shared_values(
 ) -> rusqlite::Result<Vec<SharedValue>> {
     conn.prepare_cached(
         "SELECT r.json_path, r.key, r.key_index, t.hash, t.is_json, t.text
-           FROM shared_refs r JOIN shared_texts t ON t.text_id = r.text_id
+           FROM shared_refs r JOIN v_shared_texts t ON t.text_id = r.text_id
           WHERE r.entry_rowid = ?1",
     )?
     .query_map([entry_rowid], |row| {
@@ -24,6 +24,7 @@ pub fn shared_values(
             hash: row.get(3)?,
             is_json: row.get(4)?,
             text: row.get(5)?,
+            deflated: None,
         })
     })?
     .collect()

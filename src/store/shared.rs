@@ -22,10 +22,24 @@ impl Writer {
             let inserted = self
                 .conn
                 .prepare_cached(
-                    "INSERT INTO shared_texts(hash, is_json, text) VALUES (?1, ?2, ?3)
+                    "INSERT INTO shared_texts(hash, is_json, text, deflated, text_len)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
                      ON CONFLICT(hash) DO NOTHING",
                 )
-                .and_then(|mut stmt| stmt.execute(params![value.hash, value.is_json, value.text]))
+                .and_then(|mut stmt| {
+                    // Deflated, the text column holds '' (migration 0017).
+                    let text = match value.deflated {
+                        Some(_) => "",
+                        None => value.text.as_str(),
+                    };
+                    stmt.execute(params![
+                        value.hash,
+                        value.is_json,
+                        text,
+                        value.deflated,
+                        value.text.len() as i64
+                    ])
+                })
                 .map_err(self.err())?;
             let text_id: i64 = self
                 .conn

@@ -157,8 +157,16 @@ impl Writer {
             .map_err(self.err())?;
         let shared = self.shared_of_file(file_id)?;
         for table in FILE_TABLES {
+            // content_blocks has no index on file_id (migration 0017): its
+            // primary key starts with the entry.
+            let filter = match *table {
+                "content_blocks" => {
+                    "entry_rowid IN (SELECT entry_rowid FROM entries WHERE file_id = ?1)"
+                }
+                _ => "file_id = ?1",
+            };
             self.conn
-                .prepare_cached(&format!("DELETE FROM {table} WHERE file_id = ?1"))
+                .prepare_cached(&format!("DELETE FROM {table} WHERE {filter}"))
                 .and_then(|mut stmt| stmt.execute([file_id]))
                 .map_err(self.err())?;
         }

@@ -46,6 +46,7 @@ fn sigkill_at_any_point_then_resume_equals_fresh_sync() {
         let _ = child.wait();
         if env.db.exists() {
             let conn = rusqlite::Connection::open(&env.db).expect("open after crash");
+            piidx::store::register_functions(&conn).expect("sql functions");
             let check: String = conn
                 .query_row("PRAGMA quick_check", [], |row| row.get(0))
                 .expect("quick_check");

@@ -8,6 +8,7 @@ use crate::util::{Env, fts_integrity, fts_match, shard_paths};
 
 fn db_sql(db: &Path, sql: &str) {
     let conn = rusqlite::Connection::open(db).expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     conn.execute_batch(sql).expect("damage db");
 }
 

@@ -402,6 +402,7 @@ const ORDER: &str =
 /// earlier copy, else the number of rows sharing its key.
 fn assert_copies_are_current(db: &Path) {
     let conn = rusqlite::Connection::open(db).expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     let order = |a: &str| ORDER.replace("{a}", a);
     let joins = |a: &str, table: &str| {
         format!(

@@ -85,7 +85,7 @@ fn system_prompts_are_stored_and_indexed_once_and_found_in_every_session() {
     );
     // No text twice, and each shared text's words once in the shards.
     assert_eq!(
-        env.count("SELECT count(*) - count(DISTINCT text) FROM shared_texts"),
+        env.count("SELECT count(*) - count(DISTINCT text) FROM v_shared_texts"),
         0
     );
     assert_eq!(
@@ -99,7 +99,7 @@ fn system_prompts_are_stored_and_indexed_once_and_found_in_every_session() {
     // A section's word, in every session whose prompt holds it.
     let word = "precise";
     let sessions = env.count(&format!(
-        "SELECT count(DISTINCT r.file_id) FROM shared_refs r JOIN shared_texts t USING(text_id)
+        "SELECT count(DISTINCT r.file_id) FROM shared_refs r JOIN v_shared_texts t USING(text_id)
           WHERE t.text LIKE '%{word}%'"
     ));
     let out = env.run(&["search", word, "--role", "system", "--json", "-n", "50"]);

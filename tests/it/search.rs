@@ -381,6 +381,7 @@ fn scanned_chunk_text_is_what_fts_content_gives() {
         let env = Env::with_fixture(tree);
         env.sync();
         let conn = rusqlite::Connection::open(&env.db).expect("open db");
+        piidx::store::register_functions(&conn).expect("sql functions");
         let mut stmt = conn
             .prepare(
                 // Chunks of shared texts are not in `raw` (fts_content

@@ -13,6 +13,7 @@ use crate::util::{Env, canonical_dump, fts_integrity, shard_paths, shard_rows, u
 
 fn db_sql(db: &std::path::Path, sql: &str) {
     let conn = rusqlite::Connection::open(db).expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     conn.execute_batch(sql).expect("change db");
 }
 
@@ -174,6 +175,10 @@ fn a_stray_shard_file_changes_no_hit() {
     );
 }
 
+/// The fixture session with a tool result of 2 MB.
+const LARGE_OUTPUT: &str =
+    "--home-user-proj-b--/2026-02-10T14-00-00-000Z_019c47da-1300-74f8-8e3e-8e2ce99f293c.jsonl";
+
 /// What the index of `sessions` answers before an old schema is faked.
 struct Before {
     env: Env,
@@ -183,10 +188,12 @@ struct Before {
 
 /// The `sessions` tree without its 1.x sessions: their system messages
 /// need schema 11's tables, which the fakes of older schemas drop (the
-/// schema 9 fake re-indexes, so it keeps them).
+/// schema 9 fake re-indexes, so it keeps them); and without the session
+/// whose 2 MB tool output is a deflated shared text (schema 17).
 fn synced_sessions() -> Before {
     let env = Env::with_fixture("sessions");
     std::fs::remove_dir_all(env.root.join("--home-user-proj-1x--")).expect("remove 1.x sessions");
+    std::fs::remove_file(env.root.join(LARGE_OUTPUT)).expect("remove the large tool output");
     env.sync();
     let fresh = canonical_dump(&env.db);
     let hits = QUERIES.iter().map(|q| hits(&env, q)).collect();
@@ -227,7 +234,27 @@ fn undo(migration: usize) -> String {
     let init = include_str!("../../migrations/0001_init.sql");
     let subagents = include_str!("../../migrations/0002_subagents.sql");
     let usage = include_str!("../../migrations/0004_usage.sql");
+    let tree = include_str!("../../migrations/0003_tree.sql");
+    let shared = include_str!("../../migrations/0011_shared_texts.sql");
     match migration {
+        // Deflated shared texts and the views over them (back to 0011's,
+        // 0003's and 0001's).
+        17 => format!(
+            "DROP VIEW tool_calls; DROP VIEW v_fork_copies; DROP VIEW messages; DROP VIEW texts;
+             DROP VIEW fts_content; DROP VIEW v_entries; DROP VIEW v_shared_values;
+             DROP VIEW v_shared_texts;
+             ALTER TABLE shared_texts DROP COLUMN deflated;
+             ALTER TABLE shared_texts DROP COLUMN text_len;
+             CREATE INDEX content_blocks_file ON content_blocks(file_id);
+             CREATE INDEX entries_file_pi_index ON entries(file_id, pi_index);
+             {} {} {} {} {} {}",
+            view(shared, "v_shared_values"),
+            view(shared, "fts_content"),
+            view(shared, "texts"),
+            view(shared, "messages"),
+            view(tree, "v_fork_copies"),
+            view(init, "tool_calls"),
+        ),
         // Machines: the index's id and name, root labels, the push record.
         16 => "DELETE FROM meta WHERE key IN ('machine_uid', 'machine_name');
                ALTER TABLE roots DROP COLUMN machine; DROP TABLE push_files;"
@@ -451,4 +478,54 @@ fn a_schema_9_database_is_upgraded_and_re_indexed() {
     );
     fts_integrity(&env.db);
     assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+}
+
+/// Schema 15 kept tool output whole in `entries.raw`; the upgrade to 17
+/// re-indexes every file (parser version 6), and tool output is then a
+/// deflated shared text: the same index a fresh sync makes, and `export`
+/// gives the session file back byte for byte. (The fake of schema 15 is
+/// made without the large output, which its tables could not hold; the
+/// file arrives with the upgrading sync.)
+#[test]
+fn a_schema_15_database_is_upgraded_and_re_indexed() {
+    let before = synced_sessions();
+    let env = &before.env;
+    db_sql(
+        &env.db,
+        &format!(
+            "{} UPDATE files SET parser_version = 5; PRAGMA user_version = 15;",
+            undo_down_to(15)
+        ),
+    );
+    let out = env.run(&["search", "session"]);
+    assert_eq!(out.status.code(), Some(2), "queries refuse schema 15");
+    let original = std::fs::read(crate::util::fixtures().join("sessions").join(LARGE_OUTPUT))
+        .expect("read the fixture");
+    std::fs::write(env.root.join(LARGE_OUTPUT), &original).expect("copy the large output");
+    let summary = env.sync();
+    assert!(summary["files_indexed"].as_u64() > Some(1), "{summary}");
+    assert_eq!(
+        env.count("PRAGMA user_version"),
+        piidx::store::SCHEMA_VERSION
+    );
+    assert!(
+        env.count("SELECT count(*) FROM shared_texts WHERE deflated IS NOT NULL") > 0,
+        "the tool output is a deflated shared text"
+    );
+    assert_eq!(env.run(&["export", "019c47da"]).stdout, original);
+    fts_integrity(&env.db);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+    let upgraded = canonical_dump(&env.db);
+    piidx::store::remove_database(&env.db);
+    env.sync();
+    let fresh = canonical_dump(&env.db);
+    let kept = |rows: Vec<String>| -> Vec<String> {
+        rows.into_iter()
+            .filter(|row| !row.starts_with("fts_shards|"))
+            .collect()
+    };
+    assert!(
+        kept(upgraded) == kept(fresh),
+        "the upgraded index differs from a fresh one"
+    );
 }

@@ -150,6 +150,7 @@ fn a_first_sync_leaves_the_database_in_wal_mode() {
     let env = Env::with_fixture("samples");
     env.sync();
     let conn = rusqlite::Connection::open(&env.db).expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");

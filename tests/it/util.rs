@@ -195,6 +195,7 @@ pub fn canonical_dump(db: &Path) -> Vec<String> {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     let mut tables: Vec<String> = conn
         .prepare(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
@@ -272,6 +273,7 @@ pub fn shard_paths(db: &Path) -> Vec<PathBuf> {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     let shards: i64 = conn
         .query_row("SELECT shards FROM fts_shards", [], |row| row.get(0))
         .expect("shard configuration");
@@ -308,6 +310,7 @@ pub fn shard_rows(db: &Path) -> Vec<(i64, String)> {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     conn.prepare(
         "SELECT f.chunk_id, f.body FROM fts_content f JOIN chunks c ON c.chunk_id = f.chunk_id
           WHERE c.fts_rowid IS NULL
@@ -316,7 +319,7 @@ pub fn shard_rows(db: &Path) -> Vec<(i64, String)> {
                 CAST(substr(CAST(CASE WHEN sc.inner_path = '$' THEN st.text
                                       ELSE json_extract(st.text, sc.inner_path) END AS BLOB),
                             sc.start + 1, sc.len) AS TEXT)
-           FROM shared_chunks sc JOIN shared_texts st ON st.text_id = sc.text_id
+           FROM shared_chunks sc JOIN v_shared_texts st ON st.text_id = sc.text_id
          ORDER BY 1",
     )
     .and_then(|mut stmt| {
@@ -406,6 +409,7 @@ fn shard_words_match(db: &Path, shards: &[PathBuf]) {
 /// trigram index only some of those; and its words are its rows' words.
 pub fn fts_integrity(db: &Path) {
     let conn = rusqlite::Connection::open(db).expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
     let chunk_ids: Vec<i64> = conn
         .prepare("SELECT fts_rowid FROM fts_rows ORDER BY 1")
         .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())

@@ -2,7 +2,10 @@
 //! index's full-text shards hold: messages, thinking, tool calls and
 //! results, bash output, summaries…) matched with their `tsvector` (GIN),
 //! ranked with `ts_rank_cd`, the best chunk of each entry kept, and cut into
-//! snippets with `ts_headline`, as the index's `Hit`s.
+//! snippets with `ts_headline`, as the index's `Hit`s. As in the index, only
+//! the newest `RANK_WINDOW` matching chunks are ranked: finding the matches
+//! reads the GIN index and small heap rows, while ranking reads each
+//! match's whole `tsvector`, and a common word has tens of thousands.
 //!
 //! The query language is piidx's (words AND-ed, "phrases", prefix*, OR,
 //! NOT, parentheses), translated here into a `tsquery`; `--raw` passes a
@@ -13,7 +16,7 @@
 use super::{Params, Pg, PgError, clause, conditions};
 use crate::query::scope::Columns;
 use crate::query::search::{
-    Hit, MARK_CLOSE, MARK_OPEN, SearchError, SearchOptions, Sort, role_condition,
+    Hit, MARK_CLOSE, MARK_OPEN, RANK_WINDOW, SearchError, SearchOptions, Sort, role_condition,
 };
 use crate::time::format_iso_ms;
 
@@ -217,13 +220,18 @@ pub fn search(
     let sql = format!(
         "WITH q AS (SELECT to_tsquery('simple', $1) AS q),
          matches AS (
-           SELECT DISTINCT ON (c.src, c.entry_rowid)
-                  c.src, c.chunk_id, c.timestamp_ms, ts_rank_cd(c.tsv, q.q) AS rank
+           SELECT c.src, c.chunk_id, c.entry_rowid, c.timestamp_ms
              FROM texts c CROSS JOIN q
              JOIN sessions s ON s.src = c.src AND s.file_id = c.file_id
             WHERE c.tsv @@ q.q{}
-            ORDER BY c.src, c.entry_rowid, rank DESC, c.chunk_id),
-         best AS (SELECT * FROM matches ORDER BY {order} LIMIT $2)
+            ORDER BY c.timestamp_ms DESC NULLS LAST, c.chunk_id DESC LIMIT {RANK_WINDOW}),
+         ranked AS (
+           SELECT DISTINCT ON (m.src, m.entry_rowid)
+                  m.src, m.chunk_id, m.timestamp_ms, ts_rank_cd(c.tsv, q.q) AS rank
+             FROM matches m CROSS JOIN q
+             JOIN texts c ON c.src = m.src AND c.chunk_id = m.chunk_id
+            ORDER BY m.src, m.entry_rowid, rank DESC, m.chunk_id),
+         best AS (SELECT * FROM ranked ORDER BY {order} LIMIT $2)
          SELECT s.session_id, s.file_path, s.name, s.first_message, s.cwd, c.entry_id, c.kind,
                 c.entry_type, c.timestamp_ms, c.line_no, b.rank::float8,
                 ts_headline('simple', c.text, q.q,
