@@ -924,13 +924,17 @@ fn is_read_only(err: &rusqlite::Error) -> bool {
 /// does not copy (WAL writes every page twice: to the log, then back); a
 /// reader that meets a shard commit waits for it (busy timeout), and the
 /// main file, which readers use most, stays in WAL mode. A small page cache
-/// is enough for appending.
+/// is enough for appending. It is never spilled to the file before the
+/// commit: a spill needs the exclusive lock, and with a reader holding the
+/// shard SQLite waits the whole busy timeout for it at every page it
+/// fetches, then goes on without spilling, so the sync crawled for hours
+/// instead of giving up at its commit (`write_shard`).
 fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(sqlite_error(path))?;
     conn.execute_batch(
         "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;
-         PRAGMA cache_size = -2048; PRAGMA journal_size_limit = 67108864;",
+         PRAGMA cache_size = -2048; PRAGMA cache_spill = OFF; PRAGMA journal_size_limit = 67108864;",
     )
     .map_err(sqlite_error(path))
 }
