@@ -17,7 +17,7 @@ use super::page::{self, Cursor, Cut, MAX_BUDGET, MIN_BUDGET, Page};
 use super::protocol::RpcError;
 use crate::query::scope::{Scope, ScopeText, now_ms};
 use crate::query::search::sessions::search_sessions;
-use crate::query::search::{self, HeadStart, Hit, SearchError, SearchOptions, Sort};
+use crate::query::search::{self, HeadStart, Hit, ROLES, SearchError, SearchOptions, Sort};
 use crate::query::sessions::{self, SessionsQuery};
 use crate::query::subagents::{self, SubagentsQuery};
 use crate::query::tree::{self, SessionTree, ViewError};
@@ -35,8 +35,6 @@ pub struct Context<'a> {
 /// call says otherwise.
 const TOOL_OUTPUT_CHARS: usize = 2_000;
 
-const ROLES: &str = "user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, usage, context_edit, label, session_name, other";
-
 /// The tools, as `tools/list` gives them.
 pub fn list() -> Vec<Value> {
     vec![
@@ -49,7 +47,10 @@ pub fn list() -> Vec<Value> {
                 properties.insert("query".into(), json!({"type": "string", "description": "What to find, e.g. `SessionManager.listAll`, `\"exact phrase\"`, `pars* OR lexer`"}));
                 properties.insert(
                     "role".into(),
-                    strings_schema(&format!("Only this kind of text (one or a list): {ROLES}")),
+                    strings_schema(&format!(
+                        "Only this kind of text (one or a list): {}",
+                        ROLES.join(", ")
+                    )),
                 );
                 properties.insert("type".into(), strings_schema("Only entries of this type (one or a list): message, compaction, branch_summary, custom, custom_message, usage, context_edit, …"));
                 properties.insert("tool".into(), json!({"type": "string", "description": "Only tool calls/results of this tool (e.g. bash, read)"}));
@@ -734,20 +735,7 @@ fn get_entry(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> 
 }
 
 fn usage_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
-    let by = match args.choice(
-        "by",
-        &[
-            "day", "week", "month", "model", "provider", "project", "session",
-        ],
-    )? {
-        "week" => GroupBy::Week,
-        "month" => GroupBy::Month,
-        "model" => GroupBy::Model,
-        "provider" => GroupBy::Provider,
-        "project" => GroupBy::Project,
-        "session" => GroupBy::Session,
-        _ => GroupBy::Day,
-    };
+    let by = GroupBy::named(args.choice("by", &GroupBy::NAMES)?).unwrap_or_default();
     let options = UsageOptions {
         by,
         scope: args.scope()?,

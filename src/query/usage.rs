@@ -31,6 +31,26 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
+    /// The groupings by the names `usage --by`, the MCP tool and the web
+    /// API take; the first is the default.
+    pub const NAMES: [&'static str; 7] = [
+        "day", "week", "month", "model", "provider", "project", "session",
+    ];
+
+    /// The grouping one of `NAMES` names.
+    pub fn named(name: &str) -> Option<GroupBy> {
+        Some(match name {
+            "day" => GroupBy::Day,
+            "week" => GroupBy::Week,
+            "month" => GroupBy::Month,
+            "model" => GroupBy::Model,
+            "provider" => GroupBy::Provider,
+            "project" => GroupBy::Project,
+            "session" => GroupBy::Session,
+            _ => return None,
+        })
+    }
+
     pub fn is_time(self) -> bool {
         matches!(self, GroupBy::Day | GroupBy::Week | GroupBy::Month)
     }

@@ -232,22 +232,6 @@ pub fn subagents(local: &mut Local, params: &Params) -> Result<Answer, Failure> 
     Ok(json(&subagent_runs(local, params)?))
 }
 
-pub const USAGE_BY: [&str; 7] = [
-    "day", "week", "month", "model", "provider", "project", "session",
-];
-
-pub fn group_by(name: &str) -> GroupBy {
-    match name {
-        "week" => GroupBy::Week,
-        "month" => GroupBy::Month,
-        "model" => GroupBy::Model,
-        "provider" => GroupBy::Provider,
-        "project" => GroupBy::Project,
-        "session" => GroupBy::Session,
-        _ => GroupBy::Day,
-    }
-}
-
 /// The usage report `usage`'s flags ask for (`by` given apart, so a page
 /// can ask for several groupings).
 pub fn usage_report(
@@ -267,7 +251,7 @@ pub fn usage_report(
 
 /// `GET /api/usage`: `usage --json` (`by=day|week|month|model|provider|project|session`).
 pub fn usage(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
-    let by = group_by(params.choice("by", &USAGE_BY)?);
+    let by = GroupBy::named(params.choice("by", &GroupBy::NAMES)?).unwrap_or_default();
     let report = usage_report(local, params, by)?;
     Ok(json(&render::usage::objects(&report)))
 }

@@ -17,32 +17,13 @@ use super::params::{Params, encode};
 use super::routes::{Answer, Context};
 use super::server::Local;
 use crate::query::scope::Scope;
-use crate::query::search::Hit;
+use crate::query::search::{Hit, ROLES};
 use crate::query::sessions::{self as session_query, SessionsQuery};
 use crate::query::subagents::{self, SubagentRun, SubagentsQuery};
 use crate::query::tree::{self, ContextItem, ContextKind, SessionTree, build_context, outline};
 use crate::query::usage::{GroupBy, UsageReport, UsageRow};
 use crate::render::{group_digits, money};
 use crate::resume::{Mode, Plan};
-
-const ROLES: [&str; 16] = [
-    "user",
-    "assistant",
-    "thinking",
-    "tool_call",
-    "tool_result",
-    "bash",
-    "summary",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "system",
-    "usage",
-    "context_edit",
-    "label",
-    "session_name",
-    "other",
-];
 
 /// Sessions listed at once on the sessions page unless `limit` says more.
 const SESSIONS_SHOWN: usize = 300;
@@ -1300,7 +1281,7 @@ fn run_row(run: &SubagentRun, out: &mut String) {
 /// by project (each a link that filters the page), and tool statistics.
 pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<Answer, Failure> {
     let period = params.choice("by", &["day", "week", "month"])?;
-    let over_time = api::usage_report(local, params, api::group_by(period))?;
+    let over_time = api::usage_report(local, params, GroupBy::named(period).unwrap_or_default())?;
     let by_model = api::usage_report(local, params, GroupBy::Model)?;
     let by_project = api::usage_report(local, params, GroupBy::Project)?;
     let tool_params = Params::parse(&params.with(&[], &["by", "model", "limit"]));

@@ -7,18 +7,7 @@ use rusqlite::types::Value as SqlValue;
 
 use super::{Params, Pg, PgError, clause, conditions};
 use crate::query::scope::Columns;
-use crate::query::usage::{Fold, GroupBy, UsageOptions, UsageReport, UsageRow};
-
-/// The grouping expression over alias `a` (quarter hours for time keys).
-fn key_sql(by: GroupBy, a: &str) -> String {
-    match by {
-        GroupBy::Day | GroupBy::Week | GroupBy::Month => format!("{a}.timestamp_ms / 900000"),
-        GroupBy::Model => format!("{a}.model"),
-        GroupBy::Provider => format!("{a}.provider"),
-        GroupBy::Project => format!("{a}.cwd"),
-        GroupBy::Session => format!("{a}.session_id"),
-    }
-}
+use crate::query::usage::{Fold, GroupBy, UsageOptions, UsageReport, UsageRow, key_sql};
 
 fn filters(options: &UsageOptions, machine: Option<&str>, a: &str, params: &mut Params) -> String {
     let names = [

@@ -40,6 +40,7 @@ use serde::Serialize;
 
 use crate::query::scope::Scope;
 use crate::store::{Index, ShardReadError, ShardReaders, Started, rank, shard_schema};
+pub use plan::ROLES;
 pub(crate) use plan::role_condition;
 use plan::{Filters, Plan, plan};
 pub use stage::{RANK_WINDOW, RECENT_WINDOW};

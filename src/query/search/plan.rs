@@ -12,6 +12,27 @@ use super::syntax::{Translated, has_unspaced_script, translate};
 use super::{SearchError, SearchOptions};
 use crate::query::scope::Columns;
 
+/// The `--role` values by their canonical names, as front-ends offer them
+/// (`role_condition` takes some aliases too).
+pub const ROLES: [&str; 16] = [
+    "user",
+    "assistant",
+    "thinking",
+    "tool_call",
+    "tool_result",
+    "bash",
+    "summary",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "system",
+    "usage",
+    "context_edit",
+    "label",
+    "session_name",
+    "other",
+];
+
 /// SQL condition for one `--role` value (fixed strings only, never user text).
 pub(crate) fn role_condition(role: &str) -> Result<&'static str, SearchError> {
     let normalized = role.trim().to_lowercase().replace('-', "_");
@@ -215,6 +236,13 @@ pub(super) fn query_params(
 mod tests {
     use super::*;
     use crate::query::scope::{Scope, When};
+
+    #[test]
+    fn every_role_offered_has_a_condition() {
+        for role in ROLES {
+            assert!(role_condition(role).is_ok(), "{role}");
+        }
+    }
 
     #[test]
     fn roles_and_aliases() {
