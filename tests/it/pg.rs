@@ -615,3 +615,108 @@ fn three_machines_push_into_one_store_at_once() {
         .get(0);
     assert_eq!(machines, 3);
 }
+
+/// `sql --pg` cannot write, end the read-only transaction, or reach the
+/// server's files, whatever role the URL logs in as: here the pushers' own
+/// role (the owner of every table) and a superuser.
+#[test]
+fn sql_on_the_team_store_never_writes_nor_reads_the_servers_files() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let superuser = new_database();
+    push(&env, &superuser);
+    // The pushers' role owns every table, as in README's team set-up.
+    connect(&superuser)
+        .batch_execute(
+            "DO $$ DECLARE t record; BEGIN
+               CREATE ROLE piidx_push_t LOGIN;
+               FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' LOOP
+                 EXECUTE format('ALTER TABLE %I OWNER TO piidx_push_t', t.tablename);
+               END LOOP;
+             END $$",
+        )
+        .expect("the pushers' role");
+    let pusher = superuser.replace("user=postgres", "user=piidx_push_t");
+    let count = |table: &str| -> i64 {
+        connect(&superuser)
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .expect("count")
+            .get(0)
+    };
+    let texts = count("texts");
+    assert!(texts > 0);
+    let writes = [
+        "COMMIT; DELETE FROM texts WHERE src = 1",
+        "COMMIT; DROP TABLE texts",
+        "ROLLBACK; DELETE FROM texts",
+        "SELECT 1; DELETE FROM texts",
+        "DELETE FROM texts",
+        "DROP TABLE texts",
+        "WITH gone AS (DELETE FROM texts RETURNING 1) SELECT count(*) FROM gone",
+        "SET transaction_read_only = off",
+        "SELECT set_config('transaction_read_only', 'off', true)",
+        "COPY texts TO '/tmp/piidx-pg-copy'",
+        "CALL nothing()",
+        "END",
+    ];
+    let files = [
+        "SELECT pg_read_file('/etc/hostname')",
+        "SELECT \"pg_read_file\"('/etc/hostname')",
+        "SELECT pg_catalog.pg_read_file('/etc/hostname')",
+        "SELECT PG_READ_BINARY_FILE('/etc/hostname')",
+        "SELECT * FROM pg_ls_dir('.')",
+        "SELECT lo_import('/etc/hostname')",
+        "SELECT length(x) FROM (SELECT pg_read_file('/etc/hostname') AS x) s WHERE true",
+        "SELECT query_to_xml('SELECT pg_read_file(''/etc/hostname'')', true, true, '')",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity",
+    ];
+    for url in [&pusher, &superuser] {
+        for statement in writes.iter().chain(&files) {
+            let out = env.run(&["sql", "--pg", url, statement]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success(),
+                "{statement} ran: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            assert!(
+                stderr.contains("only reads")
+                    || stderr.contains("exactly one statement")
+                    || stderr.contains("refuses")
+                    || stderr.contains("does not exist")
+                    || stderr.contains("permission denied"),
+                "{statement}: {stderr}"
+            );
+            assert!(!stderr.contains("panicked"), "{statement}: {stderr}");
+        }
+        assert_eq!(count("texts"), texts);
+        // What a reader asks still runs: a trailing semicolon, a CTE, a
+        // string that names a refused function, many rows in batches.
+        let out = check(
+            env.run(&[
+                "sql",
+                "--pg",
+                url,
+                "--json",
+                "WITH t AS (SELECT src FROM texts) SELECT count(*) AS n, 'pg_read_file' AS s FROM t;",
+            ]),
+            "sql --pg CTE",
+        );
+        let rows: Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(rows[0]["n"], Value::from(texts.to_string()));
+        let out = check(
+            env.run(&[
+                "sql",
+                "--pg",
+                url,
+                "--csv",
+                "SELECT generate_series(1, 1234) AS n",
+            ]),
+            "sql --pg batches",
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1235);
+    }
+    // And the next push finds the store as it left it.
+    let report = push(&env, &superuser);
+    assert_eq!(report["files_sent"].as_u64(), Some(0), "{report}");
+}
