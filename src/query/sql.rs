@@ -20,6 +20,10 @@ pub enum SqlError {
     #[error("piidx sql only reads; `{0}` would change the database (use sqlite3 if you mean it)")]
     Write(String),
     #[error(
+        "piidx sql refuses `{0}`: it would reach past the index or change the connection; ask the index's tables (attach other files in sqlite3 if you mean to)"
+    )]
+    Refused(String),
+    #[error(
         "the statement ran for {0:?} and was stopped; pass a larger --timeout (0: none) if it is meant to take long"
     )]
     Timeout(Duration),
@@ -67,11 +71,15 @@ pub fn run(db: &Path, query: &str, limits: Limits, sink: &mut dyn RowSink) -> Re
     let mut store = Index::open(db)?;
     let _ = store.attach_fts();
     super::search_fn::register(store.connection(), db)?;
+    let refusals = store.refuse_side_doors()?;
     let clock = Clock::new(limits.timeout);
     let stopped = clock.clone();
     store.interrupt_when(move || stopped.out_of_time())?;
     let stopped = |err: rusqlite::Error| match (err.sqlite_error_code(), limits.memory) {
         (Some(ErrorCode::OperationInterrupted), _) => SqlError::Timeout(clock.limit),
+        (Some(ErrorCode::AuthorizationForStatementDenied), _) => {
+            SqlError::Refused(refusals.last().unwrap_or_else(|| query.to_owned()))
+        }
         (Some(ErrorCode::OutOfMemory), Some(bytes)) => SqlError::Memory(bytes),
         _ => SqlError::Sqlite(err),
     };

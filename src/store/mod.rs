@@ -11,6 +11,7 @@ mod check;
 mod copies;
 mod fts;
 mod functions;
+mod guard;
 mod machine;
 #[cfg(feature = "postgres")]
 pub mod pg;
@@ -38,6 +39,7 @@ pub use fts::{
     shard_schema,
 };
 pub use functions::register as register_functions;
+pub use guard::Refusals;
 pub use machine::{Machine, host_name};
 pub use push_source::{PushFile, PushTable};
 pub use redaction::RedactionState;

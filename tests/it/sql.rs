@@ -172,3 +172,60 @@ fn runaway_statements_stop_at_the_timeout_and_the_memory_cap() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("1000"));
 }
+
+/// Statements that reach past the index or change the connection are
+/// refused with a message naming them, before they run: an `ATTACH` of a
+/// FIFO (which would block the open forever) among them. Pragmas that only
+/// describe the database still answer.
+#[test]
+fn attach_detach_and_setting_pragmas_are_refused() {
+    let env = Env::with_fixture("samples");
+    env.sync();
+    let fifo = env.dir.path().join("fifo.db");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let other = env.dir.path().join("other.db");
+    let attach_fifo = format!("ATTACH '{}' AS f", fifo.display());
+    let attach_other = format!("ATTACH '{}' AS o", other.display());
+    let attach_in_select = format!(
+        "SELECT * FROM pragma_database_list, (SELECT 1) WHERE 0; ATTACH '{}' AS x",
+        other.display()
+    );
+    for statement in [
+        attach_fifo.as_str(),
+        attach_other.as_str(),
+        "DETACH fts0",
+        "PRAGMA query_only = OFF",
+        "PRAGMA query_only=0",
+        "PRAGMA writable_schema = ON",
+        "pragma Writable_Schema(1)",
+        "PRAGMA journal_mode = DELETE",
+        "PRAGMA user_version = 7",
+        "PRAGMA main.cache_size = 1",
+        "PRAGMA trusted_schema = 1",
+    ] {
+        let out = env.run(&["sql", statement, "--timeout", "2"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{statement}: {stderr}");
+        assert!(stderr.contains("refuses"), "{statement}: {stderr}");
+    }
+    let out = env.run(&["sql", &attach_in_select]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!other.exists(), "nothing was created");
+    for statement in [
+        "PRAGMA table_info(sessions)",
+        "PRAGMA user_version",
+        "SELECT name FROM pragma_table_info('entries')",
+        "SELECT count(*) FROM fts0.fts WHERE fts MATCH 'the'",
+    ] {
+        let out = env.run(&["sql", statement, "--json"]);
+        assert!(
+            out.status.success(),
+            "{statement}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
