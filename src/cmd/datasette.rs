@@ -54,6 +54,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     std::fs::create_dir_all(&plugins)
         .and_then(|()| std::fs::write(plugins.join("piidx_sqlar.py"), SQLAR_PLUGIN))
+        .and_then(|()| std::fs::write(plugins.join("piidx_host.py"), host_plugin(&args.host)))
         .with_context(|| format!("cannot write the Datasette plugin in {}", plugins.display()))?;
     let mut command = vec![
         "datasette".to_owned(),
@@ -108,6 +109,74 @@ def sqlar_uncompress(data, size):
 @hookimpl
 def prepare_connection(conn):
     conn.create_function("sqlar_uncompress", 2, sqlar_uncompress, deterministic=True)
+"#;
+
+/// A Datasette plugin that answers only requests whose `Host` names this
+/// machine, as `piidx serve` does without a token: Datasette itself checks
+/// no Host header, so a web page elsewhere could reach it through a name it
+/// controls that resolves to 127.0.0.1 (DNS rebinding) and read every
+/// session and the SQL interface. `host` (the `--host` it listens on) is
+/// allowed as well when it is a specific address.
+fn host_plugin(host: &str) -> String {
+    let extra = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) if ip.is_unspecified() => String::new(),
+        _ => host.to_ascii_lowercase(),
+    };
+    let extra = serde_json::to_string(&extra).unwrap_or_else(|_| "\"\"".to_owned());
+    HOST_PLUGIN.replace("__PIIDX_EXTRA_HOST__", &extra)
+}
+
+const HOST_PLUGIN: &str = r#""""Written by `piidx datasette`: answers only requests naming this machine (DNS rebinding)."""
+import ipaddress
+
+from datasette import hookimpl
+
+EXTRA_HOST = __PIIDX_EXTRA_HOST__
+
+
+def _name(host):
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    if host.count(":") == 1:
+        return host.rsplit(":", 1)[0]
+    return host
+
+
+def allowed(host):
+    if host is None:
+        return True  # HTTP/1.0 sends none
+    name = _name(host)
+    if name == "localhost" or name.endswith(".localhost") or (EXTRA_HOST and name == EXTRA_HOST):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    def wrap(app):
+        async def checked(scope, receive, send):
+            if scope.get("type") in ("http", "websocket"):
+                hosts = [v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"host"]
+                if len(hosts) > 1 or not allowed(hosts[0] if hosts else None):
+                    await send({
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [[b"content-type", b"text/plain; charset=utf-8"]],
+                    })
+                    await send({
+                        "type": "http.response.body",
+                        "body": b"piidx datasette answers only requests that name this machine (localhost, 127.0.0.1, [::1]); open it by one of those names\n",
+                    })
+                    return
+            await app(scope, receive, send)
+
+        return checked
+
+    return wrap
 "#;
 
 /// A word as a POSIX shell reads it back.

@@ -315,11 +315,16 @@ fn sqlite_utils_searches_the_message_text() {
 
 /// GET `path` from the server at `port` (HTTP/1.0, whole body).
 fn get(port: u16, path: &str) -> (String, String) {
+    get_as(port, path, "127.0.0.1")
+}
+
+/// `get` naming `host` in the Host header.
+fn get_as(port: u16, path: &str, host: &str) -> (String, String) {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .expect("timeout");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("request");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").expect("request");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("response");
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
@@ -431,6 +436,27 @@ fn datasette_searches_from_the_browser_with_canned_queries() {
     let (head, body) = get(port, &format!("/{db}/search?q={WORD}"));
     assert!(head.contains("200"), "{head}");
     assert!(body.contains(WORD));
+    // A request naming another host (DNS rebinding) gets nothing.
+    for host in [
+        "evil.com",
+        "evil.com:8001",
+        "127.0.0.1.evil.com",
+        "localhost.evil.com",
+    ] {
+        for path in [
+            format!("/{db}/search.json?q={WORD}&_shape=array"),
+            format!("/{db}.json?sql=select+1"),
+            "/".to_owned(),
+        ] {
+            let (head, body) = get_as(port, &path, host);
+            assert!(head.contains(" 403"), "{host} {path}: {head}");
+            assert!(!body.contains(WORD), "{host} {path}: {body}");
+        }
+    }
+    for host in ["localhost", "[::1]:8001", "app.localhost"] {
+        let (head, _) = get_as(port, &format!("/{db}/search.json?q={WORD}"), host);
+        assert!(head.contains(" 200"), "{host}: {head}");
+    }
 }
 
 #[test]
