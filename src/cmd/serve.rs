@@ -15,13 +15,13 @@ use piidx::serve::{self, Options, Server};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Address to listen on; anything but loopback needs --allow-remote and --token
+    /// Address to listen on; anything but loopback needs --allow-remote
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8765")]
     pub addr: String,
-    /// Allow an address other machines can reach (requires --token)
+    /// Allow an address other machines can reach (a token is then required: --token, or one piidx makes)
     #[arg(long)]
     pub allow_remote: bool,
-    /// Every request must carry this token: `Authorization: Bearer TOKEN`, or `?token=TOKEN` once (then a cookie) [default: $PIIDX_SERVE_TOKEN]
+    /// Every request must carry this token (at least 16 characters): `Authorization: Bearer TOKEN`, or `?token=TOKEN` once (then a cookie); with --allow-remote and none, piidx makes one and prints it [default: $PIIDX_SERVE_TOKEN]
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Keep the index current while serving (as `piidx watch`); open pages update after each sync
@@ -40,11 +40,12 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let addr = resolve(&args.addr)?;
-    let token = args
-        .token
-        .or_else(|| std::env::var("PIIDX_SERVE_TOKEN").ok())
-        .filter(|t| !t.is_empty());
-    serve::check_addr(addr, args.allow_remote, token.as_deref())?;
+    let given = args.token.or_else(|| {
+        std::env::var("PIIDX_SERVE_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+    });
+    let access = serve::check_access(addr, args.allow_remote, given)?;
     let watch = if args.watch {
         Some(super::watch::options(&args.root, args.debounce, global)?)
     } else {
@@ -53,7 +54,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let server = Server::bind(Options {
         db: global.db.clone(),
         addr,
-        token,
+        token: access.token().map(str::to_owned),
         threads: args.threads.max(1),
         live: watch.is_some(),
     })?;
@@ -63,6 +64,15 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         "piidx serve: listening on http://{}/",
         server.local_addr()
     )
+    .and_then(|()| match &access {
+        // Made here: the one place it is shown.
+        serve::Access::Made(token) => writeln!(
+            out,
+            "piidx serve: token {token} (open http://{}/?token={token}, or send Authorization: Bearer {token})",
+            server.local_addr()
+        ),
+        _ => Ok(()),
+    })
     .and_then(|()| out.flush())
     .context("writing the address to stdout")?;
     drop(out);

@@ -49,9 +49,11 @@ pub enum ServeError {
     )]
     Remote { addr: SocketAddr },
     #[error(
-        "--allow-remote needs --token TOKEN (or $PIIDX_SERVE_TOKEN): every request must then carry it"
+        "the token is too weak ({why}): anyone who can reach the port could guess it. Give at least {MIN_TOKEN_CHARS} characters with no spaces, several of them different (e.g. `openssl rand -hex 16`), or leave --token out and piidx makes one"
     )]
-    NoToken,
+    WeakToken { why: &'static str },
+    #[error("cannot make a token from /dev/urandom; pass --token TOKEN")]
+    NoRandom(#[source] std::io::Error),
     #[error("cannot listen on {addr} (is another server using the port? pass --addr HOST:PORT)")]
     Bind {
         addr: SocketAddr,
@@ -61,20 +63,78 @@ pub enum ServeError {
     Start { addr: SocketAddr, message: String },
 }
 
-/// Refuses an address other machines can reach unless remote access was
-/// asked for with a token.
-pub fn check_addr(
+/// The fewest characters a token given with `--token` may have.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// The token a server needs, if any: `given` when it is strong enough, a
+/// new random one when remote access is asked for without one (the caller
+/// prints it), none on loopback without one. Refuses an address other
+/// machines can reach unless remote access was asked for.
+pub fn check_access(
     addr: SocketAddr,
     allow_remote: bool,
-    token: Option<&str>,
-) -> Result<(), ServeError> {
-    if allow_remote && token.is_none_or(str::is_empty) {
-        return Err(ServeError::NoToken);
-    }
+    given: Option<String>,
+) -> Result<Access, ServeError> {
     if !addr.ip().is_loopback() && !allow_remote {
         return Err(ServeError::Remote { addr });
     }
-    Ok(())
+    match given {
+        Some(token) => {
+            check_strength(&token)?;
+            Ok(Access::Token(token))
+        }
+        None if allow_remote => Ok(Access::Made(new_token().map_err(ServeError::NoRandom)?)),
+        None => Ok(Access::Open),
+    }
+}
+
+/// Who may ask the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone on this machine (loopback, with the Host check).
+    Open,
+    /// Those with the token given.
+    Token(String),
+    /// Those with this token, made by piidx: print it.
+    Made(String),
+}
+
+impl Access {
+    pub fn token(&self) -> Option<&str> {
+        match self {
+            Access::Open => None,
+            Access::Token(token) | Access::Made(token) => Some(token),
+        }
+    }
+}
+
+/// A token is refused when it is short, holds blanks or control
+/// characters (a header would not carry it as typed), or repeats a few
+/// characters (`aaaaaaaaaaaaaaaa`).
+fn check_strength(token: &str) -> Result<(), ServeError> {
+    let why = if token.chars().count() < MIN_TOKEN_CHARS {
+        "shorter than 16 characters"
+    } else if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        "it holds blanks or control characters"
+    } else if token
+        .chars()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        < 6
+    {
+        "fewer than 6 different characters"
+    } else {
+        return Ok(());
+    };
+    Err(ServeError::WeakToken { why })
+}
+
+/// 32 random bytes as 64 hex digits.
+fn new_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 #[cfg(test)]
@@ -82,18 +142,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn remote_needs_a_token() {
+    fn remote_needs_a_strong_token_or_gets_one() {
         let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let any: SocketAddr = "0.0.0.0:8765".parse().unwrap();
-        assert!(check_addr(local, false, None).is_ok());
+        assert_eq!(check_access(local, false, None).unwrap(), Access::Open);
         assert!(matches!(
-            check_addr(any, false, None),
+            check_access(any, false, None),
             Err(ServeError::Remote { .. })
         ));
-        assert!(matches!(
-            check_addr(any, true, None),
-            Err(ServeError::NoToken)
-        ));
-        assert!(check_addr(any, true, Some("t")).is_ok());
+        let Ok(Access::Made(made)) = check_access(any, true, None) else {
+            panic!("a token is made");
+        };
+        assert_eq!(made.len(), 64);
+        assert!(check_strength(&made).is_ok());
+        for weak in [
+            "a",
+            " ",
+            "",
+            "aaaaaaaaaaaaaaaaaaaa",
+            "abcdefgh ijklmnopq",
+            "abcabcabcabcabcabc",
+        ] {
+            assert!(
+                matches!(
+                    check_access(any, true, Some(weak.to_owned())),
+                    Err(ServeError::WeakToken { .. })
+                ),
+                "{weak:?}"
+            );
+        }
+        let strong = "k3Jd9-xQ2pLm7vRt".to_owned();
+        assert_eq!(
+            check_access(any, true, Some(strong.clone())).unwrap(),
+            Access::Token(strong)
+        );
     }
 }
