@@ -22,6 +22,10 @@
 //! `PIIDX_TEST_PANIC=<place>` panics at a named place (`pick`: after the
 //! picker's first frame), to test what a panic leaves behind.
 //!
+//! `PIIDX_TEST_HOLD=search` makes every search wait, before it reads
+//! anything, until it is told to stop (cancelled, or out of time): a slow
+//! search whenever a test needs one, with no race against the machine.
+//!
 //! Unset (always, outside tests), each check is one relaxed atomic load.
 
 use std::sync::OnceLock;
@@ -92,6 +96,17 @@ pub fn due(point: Point) -> bool {
 pub fn panic_if_due(place: &str) {
     if std::env::var("PIIDX_TEST_PANIC").is_ok_and(|value| value == place) {
         panic!("PIIDX_TEST_PANIC={place}");
+    }
+}
+
+/// Waits while `PIIDX_TEST_HOLD` names `place`, until `stopped` says so.
+pub fn hold_if_asked(place: &str, stopped: impl Fn() -> bool) {
+    static HOLD: OnceLock<Option<String>> = OnceLock::new();
+    let hold = HOLD.get_or_init(|| std::env::var("PIIDX_TEST_HOLD").ok());
+    if hold.as_deref() == Some(place) {
+        while !stopped() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         db: global.db.clone(),
         budget: usize::try_from(args.max_bytes).unwrap_or(page::MAX_BUDGET),
     });
-    let mut input = std::io::stdin().lock();
+    let mut input = std::io::BufReader::new(std::io::stdin());
     let mut output = std::io::stdout().lock();
     match server.serve(&mut input, &mut output) {
         Ok(()) => Ok(ExitCode::SUCCESS),

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -9,8 +10,9 @@ use clap::ValueEnum;
 use super::{EXIT_PARTIAL, Global};
 use crate::cli::{PgArgs, ScopeArgs};
 use piidx::query::search::sessions::search_sessions;
-use piidx::query::search::{self, HeadStart, SearchOptions, Sort};
+use piidx::query::search::{self, HeadStart, SearchError, SearchOptions, Sort};
 use piidx::render::{self, Format};
+use piidx::store::Stop;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SortBy {
@@ -54,6 +56,9 @@ pub struct Args {
     /// Match QUERY's terms as substrings anywhere in the text (slow: scans text unless it is CJK)
     #[arg(long)]
     pub substring: bool,
+    /// Stop the search after this many seconds (0: no limit)
+    #[arg(long, value_name = "SECS", default_value_t = search::SEARCH_BUDGET.as_secs_f64())]
+    pub timeout: f64,
     /// Print a JSON array of hits (matches between « and »)
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -80,6 +85,11 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         },
         raw: args.raw,
         substring: args.substring,
+        stop: if args.timeout > 0.0 {
+            Stop::after(Duration::from_secs_f64(args.timeout.min(1e9)))
+        } else {
+            Stop::never()
+        },
     };
     let format = Format::choose(args.json, args.csv);
     let term = &global.term;
@@ -105,15 +115,22 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let head = HeadStart::open(&global.db, &options);
     let index = global.index()?;
     let mut out = super::stdout();
+    // Only here is there a flag to give a search more time.
+    let more_time = |err: SearchError| match err {
+        SearchError::Timeout(_) => {
+            anyhow::Error::new(err).context("pass a larger --timeout (0: none) to let it run")
+        }
+        err => err.into(),
+    };
     let found = if args.sessions {
-        let sessions = search_sessions(&index, head, &options, args.limit)?;
+        let sessions = search_sessions(&index, head, &options, args.limit).map_err(more_time)?;
         render::hits::write_sessions(&mut out, &sessions, format, term)?;
         sessions.len()
     } else {
         let hits = if args.limit == 0 {
             Vec::new()
         } else {
-            search::search(&index, head, &options)?
+            search::search(&index, head, &options).map_err(more_time)?
         };
         render::hits::write(&mut out, &hits, format, term)?;
         hits.len()

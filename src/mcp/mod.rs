@@ -6,7 +6,12 @@
 //! and their schemas, `page` the byte budget and cursors. This file is the
 //! session: it reads one message per line (lines longer than
 //! `MAX_LINE` are skipped unread and answered with an error), answers each
-//! in turn, and ends when the client closes stdin.
+//! in turn, and ends when the client closes stdin. The lines are read on a
+//! thread of their own, so that a `notifications/cancelled` for the call
+//! being answered stops it at once (its search is interrupted, and no
+//! answer is sent, as the protocol asks); every call also stops at its time
+//! budget (`CALL_BUDGET`), so one call never holds the ones after it for
+//! long.
 //!
 //! Hand-written on serde_json rather than an MCP crate: the protocol part
 //! is a few hundred lines, and the crates (rmcp and others) bring tokio and
@@ -20,13 +25,19 @@ pub mod tools;
 
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::store::Stop;
 use protocol::{
     HANDSHAKE_VERSIONS, INVALID_REQUEST, METHOD_NOT_FOUND, MODERN_VERSIONS, Message, PARSE_ERROR,
     RpcError,
 };
+
+/// How long one call may run before it is stopped with an error.
+pub const CALL_BUDGET: Duration = crate::query::search::SEARCH_BUDGET;
 
 /// The longest request line read: requests are small (tool arguments);
 /// anything longer is skipped without being held in memory.
@@ -53,6 +64,46 @@ enum Era {
 pub struct Server {
     options: Options,
     era: Option<Era>,
+    /// What the line reader and the answering share to cancel requests.
+    cancels: Arc<Mutex<Cancels>>,
+}
+
+/// The request being answered and how to stop it, and the requests the
+/// client cancelled before they were answered (the reader reads ahead).
+#[derive(Default)]
+struct Cancels {
+    running: Option<(Value, Stop)>,
+    early: std::collections::VecDeque<Value>,
+}
+
+/// Cancellations of requests not yet started that are remembered.
+const EARLY_CANCELS: usize = 64;
+
+impl Cancels {
+    /// The client cancelled request `id`.
+    fn cancel(&mut self, id: &Value) {
+        match &self.running {
+            Some((running, stop)) if running == id => stop.cancel(),
+            _ => {
+                if self.early.len() == EARLY_CANCELS {
+                    self.early.pop_front();
+                }
+                self.early.push_back(id.clone());
+            }
+        }
+    }
+
+    /// Request `id` starts (`None`: it ended); cancelled already if the
+    /// client said so before.
+    fn start(&mut self, request: Option<(Value, Stop)>) {
+        if let Some((id, stop)) = &request
+            && let Some(at) = self.early.iter().position(|early| early == id)
+        {
+            self.early.remove(at);
+            stop.cancel();
+        }
+        self.running = request;
+    }
 }
 
 /// What the server tells a model about itself (`instructions`).
@@ -60,15 +111,43 @@ const INSTRUCTIONS: &str = "piidx indexes every Pi coding-agent session on this 
 
 impl Server {
     pub fn new(options: Options) -> Server {
-        Server { options, era: None }
+        Server {
+            options,
+            era: None,
+            cancels: Arc::default(),
+        }
     }
 
     /// Serves `input` until it ends; a failed write (the client went away)
-    /// ends it too.
-    pub fn serve(&mut self, input: &mut impl BufRead, output: &mut impl Write) -> io::Result<()> {
-        let mut line = Vec::new();
+    /// ends it too. `input` is read on a thread of its own (`read_lines`).
+    pub fn serve(
+        &mut self,
+        input: &mut (impl BufRead + Send),
+        output: &mut impl Write,
+    ) -> io::Result<()> {
+        // Few lines wait: a client that floods is slowed, not buffered.
+        let (lines, received) = mpsc::sync_channel(16);
+        let cancels = self.cancels.clone();
+        std::thread::scope(|scope| {
+            scope.spawn(move || read_lines(input, &lines, &cancels));
+            let answered = self.answer_lines(&received, output);
+            // Unblocks the reader if it waits to hand over a line.
+            drop(received);
+            answered
+        })
+    }
+
+    /// Answers the lines `read_lines` hands over until the input ends.
+    fn answer_lines(
+        &mut self,
+        received: &mpsc::Receiver<io::Result<(Line, Vec<u8>)>>,
+        output: &mut impl Write,
+    ) -> io::Result<()> {
         loop {
-            let read = read_line(input, &mut line, MAX_LINE)?;
+            let Ok(read) = received.recv() else {
+                return Ok(());
+            };
+            let (read, line) = read?;
             let reply = match read {
                 Line::End => return Ok(()),
                 Line::TooLong(bytes) => Some(protocol::error_response(
@@ -131,16 +210,35 @@ impl Server {
             // requests are answered in order, so there is nothing to cancel.
             Ok(Message::Notification { .. } | Message::Response) => None,
             Ok(Message::Request { id, method, params }) => {
-                let reply = match self.request(&method, params) {
+                let stop = Stop::after(CALL_BUDGET);
+                self.set_running(Some((id.clone(), stop.clone())));
+                let answer = self.request(&method, params, &stop);
+                self.set_running(None);
+                // A cancelled request gets no answer (the client has
+                // forgotten it).
+                if stop.is_cancelled() {
+                    return None;
+                }
+                Some(match answer {
                     Ok(result) => protocol::response(&id, result),
                     Err(error) => protocol::error_response(&id, &error),
-                };
-                Some(reply)
+                })
             }
         }
     }
 
-    fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
+    fn set_running(&self, request: Option<(Value, Stop)>) {
+        if let Ok(mut cancels) = self.cancels.lock() {
+            cancels.start(request);
+        }
+    }
+
+    fn request(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        stop: &Stop,
+    ) -> Result<Value, RpcError> {
         let modern = method != "initialize" && protocol::envelope(params.as_ref()).is_some();
         match (&self.era, modern) {
             (Some(Era::Handshake(_)), true) => {
@@ -198,7 +296,7 @@ impl Server {
                 }
                 result
             }
-            "tools/call" => self.call_tool(params)?,
+            "tools/call" => self.call_tool(params, stop)?,
             _ => {
                 return Err(RpcError::new(
                     METHOD_NOT_FOUND,
@@ -276,7 +374,7 @@ impl Server {
         }
     }
 
-    fn call_tool(&self, params: Option<Value>) -> Result<Value, RpcError> {
+    fn call_tool(&self, params: Option<Value>, stop: &Stop) -> Result<Value, RpcError> {
         let mut params = match params {
             Some(Value::Object(params)) => params,
             _ => Map::new(),
@@ -292,6 +390,7 @@ impl Server {
         let context = tools::Context {
             db: &self.options.db,
             budget: self.options.budget,
+            stop: stop.clone(),
         };
         let answer = tools::call(&context, &name, params.remove("arguments"))?;
         let text = serde_json::to_string(&answer).unwrap_or_default();
@@ -304,6 +403,54 @@ impl Server {
             result["structuredContent"] = answer;
         }
         Ok(result)
+    }
+}
+
+/// Reads `input` line by line and hands each to `lines`, until the input
+/// ends, fails, or nobody receives; on the way, a `notifications/cancelled`
+/// stops the request it names, running or still to come.
+fn read_lines(
+    input: &mut impl BufRead,
+    lines: &mpsc::SyncSender<io::Result<(Line, Vec<u8>)>>,
+    cancels: &Mutex<Cancels>,
+) {
+    loop {
+        let mut line = Vec::new();
+        let read = read_line(input, &mut line, MAX_LINE);
+        let end = !matches!(read, Ok(Line::Text | Line::TooLong(_)));
+        if matches!(read, Ok(Line::Text)) {
+            cancel_if_asked(&line, cancels);
+        }
+        if lines.send(read.map(|read| (read, line))).is_err() || end {
+            return;
+        }
+    }
+}
+
+/// Cancels the request `line` names if it is the client's
+/// `notifications/cancelled`.
+fn cancel_if_asked(line: &[u8], cancels: &Mutex<Cancels>) {
+    // Cheap test first: most lines are not cancellations.
+    if memchr::memmem::find(line, b"notifications/cancelled").is_none() {
+        return;
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(line) else {
+        return;
+    };
+    let messages = match message {
+        Value::Array(batch) => batch,
+        one => vec![one],
+    };
+    let Ok(mut cancels) = cancels.lock() else {
+        return;
+    };
+    for message in messages {
+        if message.get("method").and_then(Value::as_str) != Some("notifications/cancelled") {
+            continue;
+        }
+        if let Some(id) = message.get("params").and_then(|p| p.get("requestId")) {
+            cancels.cancel(id);
+        }
     }
 }
 

@@ -29,6 +29,8 @@ use crate::store::Index;
 pub struct Context<'a> {
     pub db: &'a Path,
     pub budget: usize,
+    /// When the call stops (its time budget, or the client cancelled it).
+    pub stop: crate::store::Stop,
 }
 
 /// Tool outputs in `get_session` are cut to this many characters unless the
@@ -452,11 +454,10 @@ fn view_error(err: ViewError) -> RpcError {
 
 fn search_error(err: SearchError) -> RpcError {
     let message = crate::error_chain(&err);
-    match err {
-        SearchError::Empty(_) | SearchError::RawSyntax { .. } | SearchError::Role(_) => {
-            RpcError::invalid_params(message)
-        }
-        _ => RpcError::internal(message),
+    if err.is_callers() {
+        RpcError::invalid_params(message)
+    } else {
+        RpcError::internal(message)
     }
 }
 
@@ -480,6 +481,7 @@ fn search_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
         },
         raw: args.flag("raw", false)?,
         substring: args.flag("substring", false)?,
+        stop: context.stop.clone(),
     };
     if options.raw && options.substring {
         return Err(RpcError::invalid_params(

@@ -38,6 +38,45 @@ pub struct SessionInfo {
     pub message_count: i64,
     pub first_message: String,
     pub listed_by_pi: bool,
+    /// The shortest prefix of `id` (at least `SHORT_ID` characters) that no
+    /// other session of the index shares, as git abbreviates: what a table
+    /// shows, and what `SESSION` arguments take back.
+    pub short_id: String,
+}
+
+/// The fewest characters of a session id a table shows.
+pub const SHORT_ID: usize = 8;
+
+/// The shortest prefix of `id`, at least `SHORT_ID` characters, that no
+/// other id of `sorted` (every session id, sorted) starts with.
+pub fn short_id(sorted: &[String], id: &str) -> String {
+    let shared = |other: &String| {
+        other
+            .chars()
+            .zip(id.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let at = sorted.partition_point(|other| other.as_str() < id);
+    let before = at.checked_sub(1).and_then(|i| sorted.get(i));
+    let after = sorted[at..].iter().find(|other| other.as_str() != id);
+    let needed = before
+        .into_iter()
+        .chain(after)
+        .map(|other| shared(other) + 1)
+        .max()
+        .unwrap_or(0)
+        .max(SHORT_ID);
+    id.chars().take(needed).collect()
+}
+
+/// Every session id of the index, sorted (for `short_id`).
+fn all_ids(store: &Index) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = store
+        .connection()
+        .prepare("SELECT DISTINCT session_id FROM sessions ORDER BY session_id")?;
+    let ids = stmt.query_map([], |row| row.get(0))?;
+    ids.collect()
 }
 
 /// The header's `cwd` as Pi reads it (a string, else none), of the session
@@ -100,11 +139,17 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
                     .get::<_, Option<String>>(8)?
                     .unwrap_or_else(|| "(no messages)".to_owned()),
                 listed_by_pi: row.get(9)?,
+                short_id: String::new(),
             },
         ))
     })?;
     let sessions = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(order(sessions, query.limit))
+    let mut sessions = order(sessions, query.limit);
+    let ids = all_ids(store)?;
+    for info in &mut sessions {
+        info.short_id = short_id(&ids, &info.id);
+    }
+    Ok(sessions)
 }
 
 /// Pi's order of sessions given with their read order (file mtime, or 0 in

@@ -39,7 +39,7 @@ pub fn table(sessions: &[SessionInfo]) -> Table {
         Column::path("cwd").droppable(1),
     ]);
     for info in sessions {
-        let mut id: String = info.id.chars().take(8).collect();
+        let mut id = info.short_id.clone();
         if !info.listed_by_pi {
             id.push('*');
         }

@@ -457,13 +457,15 @@ impl<'a> Writer<'a> {
                         .get("arguments")
                         .map(Value::to_string)
                         .unwrap_or_default();
-                    let call = format!("→ {name} {args}");
+                    // Session text made safe first, then piidx's own colour
+                    // around it (which `safe` would show as `^[`).
+                    let call = format!("→ {} {}", safe(name), safe(&args));
                     let call = if self.markdown() {
                         format!("`{}`", call.replace('`', "'"))
                     } else {
                         self.options.theme.role("tool_call", &call)
                     };
-                    self.line(&safe(&call));
+                    self.line(&call);
                     if self.markdown() {
                         self.blank();
                     }

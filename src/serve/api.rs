@@ -20,6 +20,7 @@ use crate::query::tools::{self, ToolsBy, ToolsQuery};
 use crate::query::tree::{self, SessionTree, ViewError};
 use crate::query::usage::{self, GroupBy, UsageOptions};
 use crate::render;
+use crate::store::Stop;
 use crate::store::StoreError;
 
 /// Why a request got no answer, as an HTTP status and a message.
@@ -70,13 +71,8 @@ impl From<ViewError> for Failure {
 
 impl From<SearchError> for Failure {
     fn from(err: SearchError) -> Failure {
-        let message = crate::error_chain(&err);
-        match err {
-            SearchError::Empty(_) | SearchError::RawSyntax { .. } | SearchError::Role(_) => {
-                Failure::new(400, message)
-            }
-            _ => Failure::new(500, message),
-        }
+        let status = if err.is_callers() { 400 } else { 500 };
+        Failure::new(status, crate::error_chain(&err))
     }
 }
 
@@ -106,6 +102,11 @@ pub fn error(failure: &Failure) -> Answer {
     answer
 }
 
+/// How long one search may keep a worker: every worker is one of a few, and
+/// a page that asks for a search (any web page can, with an `<img>`) must
+/// not hold one for long.
+pub const SEARCH_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The search options `search`'s flags make, from the parameters.
 pub fn search_options(params: &Params) -> Result<SearchOptions, Failure> {
     let options = SearchOptions {
@@ -122,6 +123,7 @@ pub fn search_options(params: &Params) -> Result<SearchOptions, Failure> {
         },
         raw: params.flag("raw")?,
         substring: params.flag("substring")?,
+        stop: Stop::after(SEARCH_BUDGET),
     };
     if options.raw && options.substring {
         return Err(Failure::new(
@@ -135,6 +137,16 @@ pub fn search_options(params: &Params) -> Result<SearchOptions, Failure> {
     Ok(options)
 }
 
+/// A place among the searches running, or a 503 telling to retry.
+fn search_slot(local: &Local) -> Result<crate::serve::server::SearchSlot, Failure> {
+    local.search_slot().ok_or_else(|| {
+        Failure::new(
+            503,
+            "piidx serve is busy with other searches (one worker stays free for pages); try again in a moment",
+        )
+    })
+}
+
 /// The hits of a search (`search --json`'s values before the marks are
 /// replaced), and the time it took.
 pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit>, f64), Failure> {
@@ -142,6 +154,7 @@ pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit
     if options.limit == 0 {
         return Ok((Vec::new(), 0.0));
     }
+    let _slot = search_slot(local)?;
     let (index, head) = local.parts()?;
     let hits = search::search_again(index, head, options)?;
     Ok((hits, start.elapsed().as_secs_f64() * 1000.0))
@@ -152,6 +165,7 @@ pub fn search(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
     let options = search_options(params)?;
     if params.flag("sessions")? {
         let start = Instant::now();
+        let _slot = search_slot(local)?;
         let (index, head) = local.parts()?;
         let found = search_sessions(index, std::mem::take(head), &options, options.limit)?;
         let mut answer = json(&found);

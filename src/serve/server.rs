@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -103,15 +103,51 @@ pub struct Local {
     pub db: PathBuf,
     index: Option<Index>,
     pub head: HeadStart,
+    searches: Searches,
+}
+
+/// The searches running on all workers, and how many may: one worker is
+/// always left for the pages, however many searches are asked for at once.
+#[derive(Clone)]
+pub struct Searches {
+    running: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// A search's place among `Searches`, given back when dropped.
+pub struct SearchSlot(Arc<AtomicUsize>);
+
+impl Drop for SearchSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Searches {
+    fn new(workers: usize) -> Searches {
+        Searches {
+            running: Arc::default(),
+            max: workers.saturating_sub(1).max(1),
+        }
+    }
 }
 
 impl Local {
-    pub fn new(db: PathBuf) -> Local {
+    pub fn new(db: PathBuf, searches: Searches) -> Local {
         Local {
             db,
             index: None,
             head: HeadStart::default(),
+            searches,
         }
+    }
+
+    /// A place for one search, or `None` when as many run as may.
+    pub fn search_slot(&self) -> Option<SearchSlot> {
+        let Searches { running, max } = &self.searches;
+        let taken = running.fetch_add(1, Ordering::SeqCst);
+        let slot = SearchSlot(Arc::clone(running));
+        (taken < *max).then_some(slot)
     }
 
     /// The index and the search readers, opening the index if needed.
@@ -184,11 +220,12 @@ impl Server {
             }
         });
         let threads = self.options.threads.max(1);
+        let searches = Searches::new(threads);
         let shared = Arc::new(self);
         let workers: Vec<_> = (0..threads)
             .map(|_| {
-                let shared = Arc::clone(&shared);
-                std::thread::spawn(move || shared.work())
+                let (shared, searches) = (Arc::clone(&shared), searches.clone());
+                std::thread::spawn(move || shared.work(searches))
             })
             .collect();
         for worker in workers {
@@ -196,8 +233,8 @@ impl Server {
         }
     }
 
-    fn work(&self) {
-        let mut local = Local::new(self.options.db.clone());
+    fn work(&self, searches: Searches) {
+        let mut local = Local::new(self.options.db.clone(), searches);
         while let Ok(request) = self.http.recv() {
             self.handle(&mut local, request);
         }
@@ -295,10 +332,14 @@ fn authorized(request: &Request, params: &super::params::Params, token: &str) ->
             .filter(move |h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
             .map(|h| h.value.as_str())
     };
+    // RFC 9110: the scheme is case-insensitive, and blanks may follow it.
     let bearer = header("authorization").any(|value| {
+        let value = value.trim_start();
         value
-            .strip_prefix("Bearer ")
-            .is_some_and(|given| same(given.trim(), token))
+            .split_once([' ', '\t'])
+            .is_some_and(|(scheme, given)| {
+                scheme.eq_ignore_ascii_case("bearer") && same(given.trim(), token)
+            })
     });
     let cookie = header("cookie").any(|value| {
         value.split(';').any(|pair| {

@@ -24,6 +24,7 @@ mod schema;
 mod shard_readers;
 mod shared;
 mod state;
+mod stop;
 mod subagents;
 mod write;
 
@@ -48,6 +49,7 @@ pub use roots::RootInfo;
 pub use schema::SCHEMA_VERSION;
 pub use shard_readers::{ShardReadError, ShardReaders, Started};
 pub use state::FileState;
+pub use stop::{Stop, Watching, is_interrupt};
 pub use subagents::{ArtifactRow, ArtifactState};
 pub use write::WriteStats;
 

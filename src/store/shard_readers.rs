@@ -25,7 +25,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
 
-use super::{Index, StoreError, attach_one_shard, rank, shard_path};
+use super::{Index, Stop, StoreError, attach_one_shard, rank, shard_path};
 
 /// Why a query on the shards' connections failed.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +46,8 @@ pub enum ShardReadError {
 #[derive(Default)]
 pub struct ShardReaders {
     readers: Vec<ShardReader>,
+    /// When the queries sent from now on stop (`set_stop`).
+    stop: Stop,
 }
 
 impl ShardReaders {
@@ -56,7 +58,16 @@ impl ShardReaders {
             .take_while(|&shard| shard_path(db, shard).exists())
             .map(|shard| ShardReader::open(db.to_owned(), shard))
             .collect();
-        ShardReaders { readers }
+        ShardReaders {
+            readers,
+            stop: Stop::never(),
+        }
+    }
+
+    /// The queries sent from now on stop when `stop` does (each reader's
+    /// connection watches it while it runs one).
+    pub fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
     }
 
     /// How many queries `run` runs at once: one on the index's connection
@@ -92,8 +103,9 @@ impl ShardReaders {
             .chain(&self.readers)
             .zip(&sqls)
             .map(|(reader, sql)| {
-                let (sql, params) = (sql.clone(), params.clone());
+                let (sql, params, stop) = (sql.clone(), params.clone(), self.stop.clone());
                 reader.run(false, move |conn| {
+                    let _watching = stop.watch(conn);
                     let mut stmt = conn.prepare_cached(&sql)?;
                     stmt.query_map(rusqlite::params_from_iter(&params), row)?
                         .collect()
@@ -132,8 +144,11 @@ impl ShardReaders {
             .iter()
             .zip(jobs)
             .map(|(reader, job)| {
-                let run = run.clone();
-                reader.run(needs_index, move |conn| run(conn, &job))
+                let (run, stop) = (run.clone(), self.stop.clone());
+                reader.run(needs_index, move |conn| {
+                    let _watching = stop.watch(conn);
+                    run(conn, &job)
+                })
             })
             .collect();
         let mut rows = run(index.connection(), &first)?;

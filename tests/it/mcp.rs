@@ -372,8 +372,11 @@ struct Raw {
 
 impl Raw {
     fn start(env: &Env) -> Raw {
-        let mut child = env
-            .command(&["mcp"])
+        Raw::spawn(env.command(&["mcp"]))
+    }
+
+    fn spawn(mut command: Command) -> Raw {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -549,5 +552,47 @@ fn without_an_index_a_call_says_to_sync() {
         "{reply}"
     );
     assert!(!env.db.exists(), "the server never creates the index");
+    raw.finish();
+}
+
+/// A call is bounded: a query of 2,000 terms is refused at once with the
+/// limit named, and a call the client cancels (here a search held until it
+/// is told to stop: `PIIDX_TEST_HOLD`) gets no answer while the next
+/// request is answered; the search after it runs as usual.
+#[test]
+fn a_huge_query_is_refused_and_a_cancelled_call_stops_for_the_next() {
+    let env = env();
+    let mut command = env.command(&["mcp"]);
+    command.env("PIIDX_TEST_HOLD", "search");
+    let mut raw = Raw::spawn(command);
+    let init = raw.ask(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}}));
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    raw.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let many = vec!["a*"; 2000].join(" ");
+    let reply = raw.ask(call(2, "search", json!({"query": many})));
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("at most 32")),
+        "{reply}"
+    );
+    // Held until cancelled (or its budget, 10 s, when cancelling fails:
+    // then its error would come before the pong).
+    raw.send(
+        call(3, "search", json!({"query": "tapirnimbus"}))
+            .to_string()
+            .as_bytes(),
+    );
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 3, "reason": "the user moved on"}})
+        .to_string()
+        .as_bytes(),
+    );
+    let pong = raw.ask(json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}));
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 4, "result": {}}));
     raw.finish();
 }

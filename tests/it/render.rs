@@ -364,6 +364,18 @@ fn a_terminal_gets_the_pager_its_width_and_colour() {
     assert!(through_pager.contains("Run `cargo test`."));
     assert!(through_pager.contains("\u{1b}["), "colour on a terminal");
     assert!(shown.contains("Run `cargo test`."));
+    // Tool calls in colour: piidx's own escape codes are sent, not shown
+    // as `^[` the way a session's control characters are.
+    let calls = script(
+        &format!("{piidx} --db {db} show 019c47da --no-pager"),
+        "false",
+    );
+    let call = calls
+        .lines()
+        .find(|line| line.contains("→ "))
+        .unwrap_or_else(|| panic!("a tool call line: {calls}"));
+    assert!(call.contains("\u{1b}["), "{call:?}");
+    assert!(!calls.contains("^["), "{calls}");
     let table = script(
         &format!("stty rows 24 cols 60; {piidx} --db {db} sessions"),
         "cat",

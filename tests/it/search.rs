@@ -839,3 +839,48 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
         top(ranked("commonword", &[], 0))
     );
 }
+
+/// Every search is bounded: too many terms or too long a text is refused
+/// with the limit named, a search past its time stops with a message
+/// naming `--timeout` (interrupted inside SQLite, or held until its
+/// deadline by `PIIDX_TEST_HOLD`), and a thousand repeated roles are one.
+#[test]
+fn searches_are_bounded_in_terms_length_and_time() {
+    let env = sessions_env();
+    let refused = |args: &[&str], needle: &str| {
+        let out = env.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    };
+    let many = vec!["a*"; 2000].join(" ");
+    refused(&["search", &many], "at most 32");
+    refused(&["search", "--raw", &many], "at most 32");
+    refused(&["search", &"x".repeat(5000)], "at most 2048");
+    // A budget long gone when SQLite first looks: interrupted in a query.
+    let prefixes: Vec<String> = ('a'..='z').map(|c| format!("{c}*")).collect();
+    let heavy = prefixes.join(" OR ");
+    refused(&["search", &heavy, "--timeout", "0.000001"], "time limit");
+    let mut held = env.command(&["search", "crate", "--timeout", "0.2"]);
+    let out = held
+        .env("PIIDX_TEST_HOLD", "search")
+        .output()
+        .expect("search");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("time limit") && stderr.contains("--timeout"),
+        "{stderr}"
+    );
+    // Within the limits the same searches answer.
+    assert!(!search(env, &["crate", "--timeout", "0"]).is_empty());
+    let roles: Vec<&str> = std::iter::repeat_n(["--role", "user"], 1000)
+        .flatten()
+        .collect();
+    let mut args = vec!["crate"];
+    args.extend(roles);
+    assert_eq!(
+        search(env, &args),
+        search(env, &["crate", "--role", "user"])
+    );
+}

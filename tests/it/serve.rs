@@ -29,16 +29,25 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 struct Served {
     child: Child,
     addr: String,
+    /// What the server printed before serving: its address, and the token
+    /// it made when given `--allow-remote` alone.
+    banner: String,
 }
 
 impl Served {
     /// Starts `piidx serve --addr 127.0.0.1:0 ARGS` and reads the address
     /// it prints first.
     fn start(env: &Env, args: &[&str]) -> Served {
+        Served::start_with(env, args, &[])
+    }
+
+    /// `start` with environment variables.
+    fn start_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Served {
         let mut all = vec!["serve", "--addr", "127.0.0.1:0"];
         all.extend_from_slice(args);
         let mut child = env
             .command(&all)
+            .envs(vars.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -52,8 +61,16 @@ impl Served {
             .and_then(|rest| rest.strip_suffix('/'))
             .unwrap_or_else(|| panic!("first line: {line:?}"))
             .to_owned();
+        let mut banner = line;
+        if args.contains(&"--allow-remote") && !args.contains(&"--token") {
+            stdout.read_line(&mut banner).expect("read the token");
+        }
         std::thread::spawn(move || for _ in stdout.lines() {});
-        Served { child, addr }
+        Served {
+            child,
+            addr,
+            banner,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -266,22 +283,68 @@ fn remote_addresses_need_a_token() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--allow-remote"), "{stderr}");
-    let out = env.run(&["serve", "--addr", "0.0.0.0:0", "--allow-remote"]);
+    // Weak tokens are refused, whatever the address.
+    for weak in [
+        "a",
+        " ",
+        "s3cret",
+        "aaaaaaaaaaaaaaaaaaaaaaaa",
+        "correct horse battery staple",
+    ] {
+        let out = env.run(&["serve", "--addr", "127.0.0.1:0", "--token", weak]);
+        assert_eq!(out.status.code(), Some(2), "{weak:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("too weak"), "{weak:?}: {stderr}");
+    }
+    let out = env
+        .command(&["serve", "--addr", "127.0.0.1:0", "--allow-remote"])
+        .env("PIIDX_SERVE_TOKEN", "short")
+        .output()
+        .expect("serve");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--token"));
+    // --allow-remote without a token: piidx makes one, prints it, and
+    // every request needs it.
+    let made = Served::start(&env, &["--allow-remote"]);
+    let token = made
+        .banner
+        .lines()
+        .find_map(|line| line.strip_prefix("piidx serve: token "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the made token is printed")
+        .to_owned();
+    assert_eq!(token.len(), 64, "{}", made.banner);
+    let (status, _, _) = made.get("/api/sessions", &[]);
+    assert_eq!(status, 401);
+    let (status, _, _) = made.get(
+        "/api/sessions",
+        &[&format!("Authorization: Bearer {token}")],
+    );
+    assert_eq!(status, 200);
     // With a token (on loopback here: the check is the same), every request
-    // needs it.
-    let served = Served::start(&env, &["--token", "s3cret"]);
+    // needs it; the scheme is case-insensitive (RFC 9110).
+    let secret = "s3cret-Token-0123";
+    let served = Served::start(&env, &["--token", secret]);
     let (status, _, _) = served.get("/api/sessions", &[]);
     assert_eq!(status, 401);
     let (status, _, _) = served.get("/api/sessions", &["Authorization: Bearer wrong"]);
     assert_eq!(status, 401);
-    let (status, _, _) = served.get("/api/sessions", &["Authorization: Bearer s3cret"]);
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let header = format!("Authorization: {scheme} {secret}");
+        let (status, _, _) = served.get("/api/sessions", &[&header]);
+        assert_eq!(status, 200, "{header}");
+    }
+    let (status, _, _) = served.get(
+        "/api/sessions",
+        &[&format!("Authorization: Basic {secret}")],
+    );
+    assert_eq!(status, 401);
+    let (status, head, _) = served.get(&format!("/sessions?token={secret}"), &[]);
     assert_eq!(status, 200);
-    let (status, head, _) = served.get("/sessions?token=s3cret", &[]);
-    assert_eq!(status, 200);
-    assert!(head.contains("Set-Cookie: piidx_token=s3cret"), "{head}");
-    let (status, _, _) = served.get("/sessions", &["Cookie: piidx_token=s3cret"]);
+    assert!(
+        head.contains(&format!("Set-Cookie: piidx_token={secret}")),
+        "{head}"
+    );
+    let (status, _, _) = served.get("/sessions", &[&format!("Cookie: piidx_token={secret}")]);
     assert_eq!(status, 200);
     // Without a token, only loopback host names are answered (DNS rebinding).
     let open = Served::start(&env, &[]);
@@ -676,4 +739,64 @@ fn watch_pushes_new_hits_to_open_pages() {
     // The API sees it too, as the CLI does.
     let (_, _, body) = served.get("/api/search?q=zebracorn", &[]);
     assert_eq!(body, cli(&env, &["search", "zebracorn", "--json"]));
+}
+
+/// A search is bounded on the server too: 2,000 terms and 1,000 repeated
+/// roles are a 400 (not a 500), and a search that runs to its budget (held
+/// by `PIIDX_TEST_HOLD` until then) ends in a 400 naming the limit while
+/// the other workers answer pages meanwhile; with every search place taken
+/// a further search is told to come back (503), never queued behind it.
+#[test]
+fn slow_or_huge_searches_do_not_hold_the_server() {
+    let (env, _) = indexed();
+    let served = Served::start(&env, &[]);
+    let many = vec!["a*"; 2000].join("+");
+    let (status, _, body) = served.get(&format!("/api/search?q={many}"), &[]);
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("at most 32"));
+    let roles = "&role=user".repeat(1000);
+    let (status, _, body) = served.get(&format!("/api/search?q=the{roles}"), &[]);
+    assert!(
+        status == 200 || status == 404,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    // The page says it where the hits would be.
+    let (status, _, body) = served.get(&format!("/search?q={many}"), &[]);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("at most 32"));
+
+    let held = Served::start_with(&env, &["--threads", "3"], &[("PIIDX_TEST_HOLD", "search")]);
+    let addr = held.addr.clone();
+    let slow: Vec<_> = (0..2)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || http_get(&addr, "/api/search?q=the", &[]))
+        })
+        .collect();
+    // Both search places are taken once a third search is turned away.
+    let mut turned_away = false;
+    for _ in 0..200 {
+        let (status, _, _) = held.get("/api/search?q=other", &[]);
+        if status == 503 {
+            turned_away = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        turned_away,
+        "a third search waits for none of the held ones"
+    );
+    let (status, _, _) = held.get("/sessions", &[]);
+    assert_eq!(status, 200);
+    assert!(
+        slow.iter().all(|s| !s.is_finished()),
+        "the page was answered while both searches ran"
+    );
+    for search in slow {
+        let (status, _, body) = search.join().expect("search thread");
+        assert_eq!(status, 400);
+        assert!(String::from_utf8_lossy(&body).contains("time limit"));
+    }
 }

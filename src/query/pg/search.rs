@@ -193,7 +193,20 @@ pub fn search(
     if options.substring {
         return Err(PgSearchError::Unsupported("--substring"));
     }
+    crate::query::search::check(options)?;
     pg.check_readable()?;
+    // The same time budget as the index's search, as the server's own
+    // limit (0: none).
+    let budget = options
+        .stop
+        .bounded(crate::query::search::SEARCH_BUDGET)
+        .budget();
+    let timeout_ms = budget
+        .filter(|b| *b != std::time::Duration::MAX)
+        .map_or(0, |b| b.as_millis());
+    pg.client
+        .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
+        .map_err(pg.err())?;
     let tsquery = if options.raw {
         options.query.clone()
     } else {

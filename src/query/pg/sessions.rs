@@ -3,7 +3,7 @@
 
 use super::{Params, Pg, PgError, clause, conditions};
 use crate::query::scope::Columns;
-use crate::query::sessions::{SessionInfo, SessionsQuery, order};
+use crate::query::sessions::{SessionInfo, SessionsQuery, order, short_id};
 
 /// Sessions newest first; `machine` keeps one machine's.
 pub fn list(
@@ -58,9 +58,19 @@ pub fn list(
                         .get::<_, Option<String>>(8)
                         .unwrap_or_else(|| "(no messages)".to_owned()),
                     listed_by_pi: row.get::<_, Option<i64>>(9) == Some(1),
+                    short_id: String::new(),
                 },
             )
         })
-        .collect();
-    Ok(order(sessions, query.limit))
+        .collect::<Vec<_>>();
+    // Unique among the sessions the question is about (the store's ids
+    // are each machine's own).
+    let mut ids: Vec<String> = sessions.iter().map(|(_, info)| info.id.clone()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut sessions = order(sessions, query.limit);
+    for info in &mut sessions {
+        info.short_id = short_id(&ids, &info.id);
+    }
+    Ok(sessions)
 }

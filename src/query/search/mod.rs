@@ -34,16 +34,21 @@ pub mod syntax;
 mod weigh;
 
 use std::path::Path;
+use std::time::Duration;
 
 use rusqlite::types::Value as SqlValue;
 use serde::Serialize;
 
 use crate::query::scope::Scope;
-use crate::store::{Index, ShardReadError, ShardReaders, Started, rank, shard_schema};
-pub use plan::ROLES;
+use crate::store::{Index, ShardReadError, ShardReaders, Started, Stop, rank, shard_schema};
 pub(crate) use plan::role_condition;
 use plan::{Filters, Plan, plan};
+pub use plan::{MAX_QUERY_BYTES, MAX_TERMS, MAX_VALUES, ROLES};
 pub use stage::{RANK_WINDOW, RECENT_WINDOW};
+
+/// How long a search may run when its options give no budget of their
+/// own: every search is bounded, whichever front-end asks.
+pub const SEARCH_BUDGET: Duration = Duration::from_secs(10);
 use stage::{Stage1, rank_window};
 use weigh::{best_bm25_first, rank_sql};
 
@@ -73,6 +78,10 @@ pub struct SearchOptions {
     pub sort: Sort,
     pub raw: bool,
     pub substring: bool,
+    /// When the search stops: its time budget (from when the `Stop` was
+    /// made; `SEARCH_BUDGET` from the start of the search when it has
+    /// none) and a flag a front-end sets when its client went away.
+    pub stop: Stop,
 }
 
 /// One search result: the best chunk of one entry.
@@ -134,12 +143,68 @@ pub enum SearchError {
         "unknown role {0:?}; use one of user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, usage, context_edit, label, session_name, other"
     )]
     Role(String),
+    #[error(
+        "the query has {count} terms and at most {max} are searched; leave out the common words (the rarest find the most)"
+    )]
+    TooManyTerms { count: usize, max: usize },
+    #[error(
+        "the query is {0} bytes long and at most {max} are searched; search for its rarest words",
+        max = MAX_QUERY_BYTES
+    )]
+    TooLong(usize),
+    #[error("{count} {what} values were given and at most {max} are taken; give fewer")]
+    TooManyValues {
+        what: &'static str,
+        count: usize,
+        max: usize,
+    },
+    #[error(
+        "the search ran for {0:?}, its time limit, and was stopped; narrow it (rarer words, fewer prefixes*, --project, --since)"
+    )]
+    Timeout(Duration),
+    #[error("the search was cancelled")]
+    Cancelled,
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error("a full-text shard's connection failed: {0}")]
     ShardConnection(String),
+}
+
+impl SearchError {
+    /// True when the request itself is at fault (a front-end answers 400,
+    /// or "invalid params"), false when the index or the machine is.
+    pub fn is_callers(&self) -> bool {
+        matches!(
+            self,
+            SearchError::Empty(_)
+                | SearchError::RawSyntax { .. }
+                | SearchError::Role(_)
+                | SearchError::TooManyTerms { .. }
+                | SearchError::TooLong(_)
+                | SearchError::TooManyValues { .. }
+                | SearchError::Timeout(_)
+                | SearchError::Cancelled
+        )
+    }
+
+    /// An interrupted statement as what stopped it.
+    fn stopped_by(self, stop: &Stop) -> SearchError {
+        match &self {
+            SearchError::Sqlite(err) if crate::store::is_interrupt(err) => Self::stopped(stop),
+            _ => self,
+        }
+    }
+
+    /// Why `stop` stopped the search.
+    fn stopped(stop: &Stop) -> SearchError {
+        if stop.is_cancelled() {
+            SearchError::Cancelled
+        } else {
+            SearchError::Timeout(stop.budget().unwrap_or(SEARCH_BUDGET))
+        }
+    }
 }
 
 impl From<ShardReadError> for SearchError {
@@ -178,7 +243,8 @@ impl HeadStart {
         let Ok(Plan::Fts { table, expr }) = plan(options) else {
             return HeadStart::default();
         };
-        let readers = ShardReaders::open(db);
+        let mut readers = ShardReaders::open(db);
+        readers.set_stop(options.stop.bounded(SEARCH_BUDGET));
         let scoring = (options.sort == Sort::Rank && !options.raw).then(|| {
             let shards = readers.connections();
             let window = rank_window(shards);
@@ -212,6 +278,14 @@ fn scoring_params(expr: &str) -> Vec<SqlValue> {
     vec![SqlValue::Text(expr.to_owned())]
 }
 
+/// Refuses options no search would take (too long, too many terms or
+/// values, an empty query), as `search` does before reading anything: for
+/// a search asked of another store (`query::pg::search`).
+pub fn check(options: &SearchOptions) -> Result<(), SearchError> {
+    plan(options)?;
+    Filters::build(options, 1).map(|_| ())
+}
+
 /// Runs a search and returns at most `options.limit` hits. `store` queries
 /// the first shard, `head`'s readers the others. Stage 1 tries the
 /// plan's attempts (`Stage1::attempts`) in order until one settles the top
@@ -235,6 +309,25 @@ pub fn search_again(
     let plan = plan(options)?;
     let limit = options.limit.max(1);
     let conn = store.connection();
+    let stop = options.stop.bounded(SEARCH_BUDGET);
+    head.readers.set_stop(stop.clone());
+    let _watching = stop.watch(conn);
+    crate::fault::hold_if_asked("search", || stop.reached());
+    if stop.reached() {
+        return Err(SearchError::stopped(&stop));
+    }
+    search_within(store, head, options, plan, limit).map_err(|err| err.stopped_by(&stop))
+}
+
+/// `search_again` once its `Stop` watches every connection.
+fn search_within(
+    store: &Index,
+    head: &mut HeadStart,
+    options: &SearchOptions,
+    plan: Plan,
+    limit: usize,
+) -> Result<Vec<Hit>, SearchError> {
+    let conn = store.connection();
     let shards = match &plan {
         Plan::Fts { .. } | Plan::Scan { unspaced: true, .. } => store.attach_fts()?,
         Plan::Scan { .. } => Vec::new(),
@@ -252,10 +345,12 @@ pub fn search_again(
     let stage1 = Stage1::new(&plan, options, &filters, &shards);
     head.readers.fit(store, stage1.sources());
     let raw_error = |err: SearchError| match err {
-        SearchError::Sqlite(err) if options.raw => SearchError::RawSyntax {
-            query: options.query.clone(),
-            message: err.to_string(),
-        },
+        SearchError::Sqlite(err) if options.raw && !crate::store::is_interrupt(&err) => {
+            SearchError::RawSyntax {
+                query: options.query.clone(),
+                message: err.to_string(),
+            }
+        }
         err => err,
     };
     let mut best = Vec::new();

@@ -12,6 +12,19 @@ use super::syntax::{Translated, has_unspaced_script, translate};
 use super::{SearchError, SearchOptions};
 use crate::query::scope::Columns;
 
+/// The most terms a query may have: FTS5's work grows faster than the terms
+/// (each prefix term is its own scan of the index, and each is matched
+/// against every candidate of the others), so a pasted page would keep a
+/// core busy for minutes; no question a person asks needs more.
+pub const MAX_TERMS: usize = 32;
+
+/// The longest query text, in bytes.
+pub const MAX_QUERY_BYTES: usize = 2048;
+
+/// The most distinct `--type` values: each is a branch of the SQL
+/// expression (repeated values, and `--role`'s, are merged first).
+pub const MAX_VALUES: usize = 64;
+
 /// The `--role` values by their canonical names, as front-ends offer them
 /// (`role_condition` takes some aliases too).
 pub const ROLES: [&str; 16] = [
@@ -91,10 +104,14 @@ impl Filters {
             first + filters.params.len() - 1
         };
         if !options.roles.is_empty() {
-            let mut any = Vec::new();
-            for role in &options.roles {
-                for part in role.split(',').filter(|p| !p.trim().is_empty()) {
-                    any.push(role_condition(part)?);
+            // Each condition once, however often a role (or an alias of it)
+            // was repeated.
+            let mut any: Vec<&str> = Vec::new();
+            let parts = options.roles.iter().flat_map(|role| role.split(','));
+            for part in parts.filter(|p| !p.trim().is_empty()) {
+                let condition = role_condition(part)?;
+                if !any.contains(&condition) {
+                    any.push(condition);
                 }
             }
             if !any.is_empty() {
@@ -102,9 +119,19 @@ impl Filters {
             }
         }
         if !options.entry_types.is_empty() {
+            let mut types: Vec<&str> = options.entry_types.iter().map(|t| t.trim()).collect();
+            types.sort_unstable();
+            types.dedup();
+            if types.len() > MAX_VALUES {
+                return Err(SearchError::TooManyValues {
+                    what: "--type",
+                    count: types.len(),
+                    max: MAX_VALUES,
+                });
+            }
             let mut any = Vec::new();
-            for entry_type in &options.entry_types {
-                let n = param(&mut filters, entry_type.trim().to_owned().into());
+            for entry_type in types {
+                let n = param(&mut filters, entry_type.to_owned().into());
                 any.push(format!("e.type = ?{n}"));
             }
             filters.sql.push(format!("({})", any.join(" OR ")));
@@ -180,7 +207,27 @@ pub(super) enum Plan {
 }
 
 pub(super) fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
+    if options.query.len() > MAX_QUERY_BYTES {
+        // Say the limit the person is likelier to have run into.
+        let count = options.query.split_whitespace().count();
+        return Err(if count > MAX_TERMS {
+            SearchError::TooManyTerms {
+                count,
+                max: MAX_TERMS,
+            }
+        } else {
+            SearchError::TooLong(options.query.len())
+        });
+    }
     if options.raw {
+        // FTS5's own syntax: its words are counted as the terms.
+        let count = options.query.split_whitespace().count();
+        if count > MAX_TERMS {
+            return Err(SearchError::TooManyTerms {
+                count,
+                max: MAX_TERMS,
+            });
+        }
         let table = if has_unspaced_script(&options.query) {
             "fts_trigram"
         } else {
@@ -194,6 +241,12 @@ pub(super) fn plan(options: &SearchOptions) -> Result<Plan, SearchError> {
     let Translated { expr, terms } = translate(&options.query);
     if expr.is_empty() {
         return Err(SearchError::Empty(options.query.clone()));
+    }
+    if terms.len() > MAX_TERMS {
+        return Err(SearchError::TooManyTerms {
+            count: terms.len(),
+            max: MAX_TERMS,
+        });
     }
     let unspaced = has_unspaced_script(&options.query);
     if options.substring && !unspaced {
@@ -281,6 +334,48 @@ mod tests {
         assert!(matches!(
             plan(&options("()", false)),
             Err(SearchError::Empty(_))
+        ));
+    }
+
+    #[test]
+    fn queries_and_filters_are_bounded() {
+        let many = vec!["a*"; MAX_TERMS + 1].join(" ");
+        let options = SearchOptions {
+            query: many,
+            ..SearchOptions::default()
+        };
+        assert!(matches!(
+            plan(&options),
+            Err(SearchError::TooManyTerms { count: 33, .. })
+        ));
+        let options = SearchOptions {
+            query: vec!["word"; MAX_TERMS].join(" "),
+            ..SearchOptions::default()
+        };
+        assert!(plan(&options).is_ok());
+        let options = SearchOptions {
+            query: "x".repeat(MAX_QUERY_BYTES + 1),
+            ..SearchOptions::default()
+        };
+        assert!(matches!(plan(&options), Err(SearchError::TooLong(_))));
+        // A thousand repeated roles are one condition.
+        let options = SearchOptions {
+            query: "x".to_owned(),
+            roles: vec!["user".to_owned(); 1000],
+            entry_types: vec!["message".to_owned(); 1000],
+            ..SearchOptions::default()
+        };
+        let filters = Filters::build(&options, 3).unwrap();
+        assert_eq!(filters.sql[0], "(c.kind = 'user')");
+        assert_eq!(filters.sql[1], "(e.type = ?3)");
+        let options = SearchOptions {
+            query: "x".to_owned(),
+            entry_types: (0..=MAX_VALUES).map(|n| format!("t{n}")).collect(),
+            ..SearchOptions::default()
+        };
+        assert!(matches!(
+            Filters::build(&options, 3),
+            Err(SearchError::TooManyValues { .. })
         ));
     }
 
