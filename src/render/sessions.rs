@@ -28,6 +28,20 @@ pub fn write(
     }
 }
 
+/// The longest id prefix a table shows: unique prefixes of real ids (UUIDv7:
+/// a millisecond, then random bits) end well before; a longer one is cut,
+/// with `…` to say so, and the table still fits a narrow terminal.
+const ID_WIDTH: usize = 14;
+
+fn fit_id(id: &str) -> String {
+    if id.chars().count() <= ID_WIDTH {
+        return id.to_owned();
+    }
+    let mut cut: String = id.chars().take(ID_WIDTH - 1).collect();
+    cut.push('…');
+    cut
+}
+
 /// Newest first; a `*` after the id marks a file Pi's `listAll()` does not
 /// list (`--all`).
 pub fn table(sessions: &[SessionInfo]) -> Table {
@@ -39,7 +53,7 @@ pub fn table(sessions: &[SessionInfo]) -> Table {
         Column::path("cwd").droppable(1),
     ]);
     for info in sessions {
-        let mut id = info.short_id.clone();
+        let mut id = fit_id(&info.short_id);
         if !info.listed_by_pi {
             id.push('*');
         }
