@@ -65,3 +65,6 @@ mod watch;
 
 // `serve`: the JSON API against the CLI, the pages in headless Chromium, live updates.
 mod serve;
+
+// README.md: every command it shows, run on the fixtures as shown.
+mod readme;
