@@ -1,6 +1,7 @@
 //! `piidx pick`: the interactive picker; the chosen session is resumed in
-//! Pi (Enter), shown, exported, or its path printed. Leaving without a
-//! choice exits 130, as fzf does.
+//! Pi (Enter), exported, or its path printed; Ctrl-O shows its transcript
+//! (in the pager, which stays until quit) and comes back to the picker
+//! where it was. Leaving without a choice exits 130, as fzf does.
 
 use std::process::ExitCode;
 
@@ -44,7 +45,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     if !text.is_empty() {
         text.push(' ');
     }
-    let options = PickOptions {
+    let mut options = PickOptions {
         query: text,
         scope: args.scope.scope()?,
         reach: match (args.all, args.here) {
@@ -53,29 +54,38 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             _ => None,
         },
         current_dir: resume::current_dir()?,
+        back: None,
     };
-    let Some(choice) = pick::pick(global.index()?, options)? else {
-        return Ok(ExitCode::from(EXIT_CANCELLED));
-    };
-    let session = choice.session_path.clone();
-    match choice.action {
-        Action::Resume => {
-            let index = global.index()?;
-            let found = tree::resolve(&index, &session)?;
-            let mode = if args.fork { Mode::Fork } else { Mode::Resume };
-            resume::launch(&index, &found, mode, false, global)
-        }
-        Action::Show => show::run(show::Args::of(session), global),
-        Action::Export => export::run(
-            export::Args {
-                session,
-                output: None,
-            },
-            global,
-        ),
-        Action::PrintPath => {
-            println!("{session}");
-            Ok(ExitCode::SUCCESS)
-        }
+    loop {
+        let Some(choice) = pick::pick(global.index()?, options.clone())? else {
+            return Ok(ExitCode::from(EXIT_CANCELLED));
+        };
+        let session = choice.session_path.clone();
+        return match choice.action {
+            Action::Show => {
+                let mut show = show::Args::of(session);
+                show.stay = true;
+                show::run(show, global)?;
+                options.back = Some(choice.place);
+                continue;
+            }
+            Action::Resume => {
+                let index = global.index()?;
+                let found = tree::resolve(&index, &session)?;
+                let mode = if args.fork { Mode::Fork } else { Mode::Resume };
+                resume::launch(&index, &found, mode, false, global)
+            }
+            Action::Export => export::run(
+                export::Args {
+                    session,
+                    output: None,
+                },
+                global,
+            ),
+            Action::PrintPath => {
+                println!("{session}");
+                Ok(ExitCode::SUCCESS)
+            }
+        };
     }
 }

@@ -52,6 +52,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
                     scope: args.scope.scope()?,
                     reach: Some(pick::Reach::All),
                     current_dir: current_dir()?,
+                    back: None,
                 };
                 // The picker keeps the index it is given until it returns.
                 let Some(choice) = pick::pick(index, options)? else {

@@ -37,6 +37,10 @@ pub struct Args {
     /// Never page (by default a terminal pages through $PIIDX_PAGER, $PAGER or less)
     #[arg(long)]
     pub no_pager: bool,
+    /// The pager stays until quit even when the transcript fits one screen
+    /// (the picker's Ctrl-O: otherwise it would be gone at once).
+    #[arg(skip)]
+    pub stay: bool,
 }
 
 impl Args {
@@ -52,6 +56,7 @@ impl Args {
             no_tools: false,
             tool_lines: None,
             no_pager: false,
+            stay: false,
         }
     }
 }
@@ -93,7 +98,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             transcript::context(&tree, &path, options)
         }
     };
-    Pager::start(term, !args.no_pager && !args.json).show(&text)?;
+    Pager::start(term, !args.no_pager && !args.json, args.stay).show(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -60,6 +60,18 @@ pub struct PickOptions {
     pub reach: Option<Reach>,
     /// The directory "here" means.
     pub current_dir: PathBuf,
+    /// Where a picker left before starts again (after Ctrl-O's transcript).
+    pub back: Option<Place>,
+}
+
+/// Where the picker was when a choice was made: its query line, reach,
+/// Ctrl-R role and selected row, to come back to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub query: String,
+    pub reach: Reach,
+    pub role: Option<usize>,
+    pub selected: usize,
 }
 
 /// The row the user chose and what to do with it.
@@ -70,6 +82,8 @@ pub struct Choice {
     pub session_path: String,
     /// The hit's entry, when a hit was chosen.
     pub entry_id: Option<String>,
+    /// Where the picker was, to start it there again.
+    pub place: Place,
 }
 
 /// Runs the picker until the user chooses (`Some`) or leaves (`None`).
@@ -81,8 +95,13 @@ pub fn pick(index: Index, options: PickOptions) -> Result<Option<Choice>, PickEr
         None if source.sessions(Reach::Here)?.is_empty() => Reach::All,
         None => Reach::Here,
     };
+    let mut state = State::new(&options.query, reach);
+    if let Some(place) = &options.back {
+        state = State::new(&place.query, place.reach);
+        state.role = place.role;
+    }
     let mut app = App {
-        state: State::new(&options.query, reach),
+        state,
         found: Found::default(),
         preview: None,
         preview_id: 0,
@@ -91,6 +110,9 @@ pub fn pick(index: Index, options: PickOptions) -> Result<Option<Choice>, PickEr
         current_dir,
     };
     app.search(&mut source)?;
+    if let Some(place) = &options.back {
+        app.state.selected = place.selected.min(app.state.rows.saturating_sub(1));
+    }
 
     let tty = File::options()
         .read(true)
@@ -204,6 +226,12 @@ impl App {
             session_id: row.session_id.clone(),
             session_path: row.session_path.clone(),
             entry_id: row.hit.as_ref().map(|hit| hit.entry_id.clone()),
+            place: Place {
+                query: self.state.line.text().to_owned(),
+                reach: self.state.reach,
+                role: self.state.role,
+                selected: self.state.selected,
+            },
         })
     }
 }

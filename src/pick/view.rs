@@ -64,7 +64,16 @@ pub fn draw(frame: &mut Frame<'_>, screen: &Screen<'_>) -> u16 {
 fn draw_list(frame: &mut Frame<'_>, area: Rect, screen: &Screen<'_>) {
     let items: Vec<ListItem<'_>> = screen.found.rows.iter().map(row_line).collect();
     let list = List::new(items)
-        .block(Block::new().borders(Borders::RIGHT | Borders::BOTTOM))
+        .block(
+            Block::new()
+                .borders(Borders::RIGHT | Borders::BOTTOM)
+                // The divider meets the preview's bottom line, which goes on
+                // to its right: a junction, not a corner.
+                .border_set(ratatui::symbols::border::Set {
+                    bottom_right: "┴",
+                    ..ratatui::symbols::border::PLAIN
+                }),
+        )
         .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
         .highlight_symbol("▌");
     let mut state = ListState::default();

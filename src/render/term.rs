@@ -138,8 +138,9 @@ pub struct Pager {
 
 impl Pager {
     /// Starts the pager when `term` is a terminal and `enabled`; when it
-    /// cannot start, output goes to standard output.
-    pub fn start(term: &Term, enabled: bool) -> Pager {
+    /// cannot start, output goes to standard output. `stay`: `less` does not
+    /// quit by itself when the text fits one screen.
+    pub fn start(term: &Term, enabled: bool, stay: bool) -> Pager {
         if !(enabled && term.is_terminal) {
             return Pager { child: None };
         }
@@ -158,7 +159,7 @@ impl Pager {
         let mut cmd = Command::new(program);
         cmd.args(parts).stdin(Stdio::piped());
         if std::env::var_os("LESS").is_none() {
-            cmd.env("LESS", "FRX");
+            cmd.env("LESS", if stay { "RX" } else { "FRX" });
         }
         Pager {
             child: cmd.spawn().ok(),

@@ -455,3 +455,38 @@ fn pick_restores_the_terminal_on_ctrl_c_a_signal_and_a_panic() {
     let screen = tmux.wait_for("TTY-RESTORED");
     assert!(screen.contains("EXIT=130"), "{screen}");
 }
+
+/// Ctrl-O shows the transcript and comes back to the picker where it was:
+/// the same query and row; the divider meets the preview's line in a
+/// junction.
+#[test]
+fn ctrl_o_shows_the_transcript_and_comes_back_to_the_picker() {
+    let (env, _) = indexed();
+    let (shell, _) = pick_shell(&env, "", "--all");
+    let tmux = Tmux::start(&env, &shell);
+    tmux.wait_for("Enter resume");
+    tmux.type_slowly("zanzibarq");
+    tmux.wait_for("1 sessions · 1 hits");
+    tmux.keys(&["Down"]);
+    tmux.wait_for("Plan the zanzibarquux migration.");
+    let before = tmux.screen();
+    assert!(before.contains('┴') && !before.contains('┘'), "{before}");
+    tmux.keys(&["C-o"]);
+    // The transcript went to stdout (a file here, so no pager), and the
+    // picker is back with the query and the hit selected.
+    let printed = env.dir.path().join("stdout");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fs::read_to_string(&printed)
+        .unwrap_or_default()
+        .contains("Plan the zanzibarquux migration.")
+    {
+        assert!(Instant::now() < deadline, "the transcript was not shown");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let screen = tmux.wait_for("1 sessions · 1 hits");
+    assert!(screen.contains("> zanzibarq"), "{screen}");
+    tmux.wait_for("Plan the zanzibarquux migration.");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("TTY-RESTORED");
+    assert!(screen.contains("EXIT=130"), "{screen}");
+}
