@@ -137,7 +137,7 @@ impl Source {
         }
         if !words.is_empty() {
             let options = SearchOptions {
-                query: as_you_type(&query.words, query.open),
+                query: search::as_you_type(&query.words, query.open),
                 scope,
                 roles: query.roles.clone(),
                 model: query.model.clone(),
@@ -171,20 +171,6 @@ impl Source {
     }
 }
 
-/// The words searched while typing: the last word, unless a space ended
-/// it, is a prefix (`pars` finds `parser`) once it has three letters
-/// (shorter prefixes match too much to rank).
-fn as_you_type(words: &str, open: bool) -> String {
-    let last = words.rsplit(char::is_whitespace).next().unwrap_or("");
-    let typing =
-        open && last.chars().count() >= 3 && last.chars().all(|c| c.is_alphanumeric() || c == '_');
-    if typing {
-        format!("{words}*")
-    } else {
-        words.to_owned()
-    }
-}
-
 fn title_of(info: &SessionInfo) -> &str {
     info.name.as_deref().unwrap_or(&info.first_message)
 }
@@ -197,19 +183,5 @@ fn session_row(info: &SessionInfo) -> Row {
         title: title_of(info).to_owned(),
         time_ms: info.modified_ms,
         hit: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::as_you_type;
-
-    #[test]
-    fn the_word_being_typed_is_a_prefix() {
-        assert_eq!(as_you_type("fix pars", true), "fix pars*");
-        assert_eq!(as_you_type("fix pars", false), "fix pars");
-        assert_eq!(as_you_type("fix pa", true), "fix pa");
-        assert_eq!(as_you_type("\"a phrase\"", true), "\"a phrase\"");
-        assert_eq!(as_you_type("std::io", true), "std::io");
     }
 }

@@ -426,6 +426,29 @@ impl SessionTree {
         path
     }
 
+    /// The leaf of the branch that goes through `node`: the session's own
+    /// leaf when its branch does, else the last entry written below `node`
+    /// (a leaf: anything below it would have been written later), so that
+    /// an entry opened from a search hit is shown in its whole branch, with
+    /// what came after it.
+    pub fn leaf_through(&self, node: usize) -> usize {
+        if let Some(leaf) = self.leaf()
+            && self.path_to(leaf).contains(&node)
+        {
+            return leaf;
+        }
+        let mut below = vec![false; self.nodes.len()];
+        below[node] = true;
+        let mut last = node;
+        for index in node + 1..self.nodes.len() {
+            if self.parent_of(index).is_some_and(|parent| below[parent]) {
+                below[index] = true;
+                last = index;
+            }
+        }
+        last
+    }
+
     /// Children of every node plus the roots, each sorted by timestamp as
     /// in Pi's `getTree()` (stable: equal times keep file order).
     pub fn children(&self) -> (Vec<usize>, Vec<Vec<usize>>) {

@@ -17,7 +17,7 @@ use super::params::{Params, encode};
 use super::routes::{Answer, Context};
 use super::server::Local;
 use crate::query::scope::Scope;
-use crate::query::search::{Hit, ROLES};
+use crate::query::search::{self, Hit, ROLES};
 use crate::query::sessions::{self as session_query, SessionsQuery};
 use crate::query::subagents::{self, SubagentRun, SubagentsQuery};
 use crate::query::tree::{self, ContextItem, ContextKind, SessionTree, build_context, outline};
@@ -40,7 +40,20 @@ pub fn error(context: &Context, failure: &Failure) -> Answer {
 }
 
 /// `/s/<id>?branch=ENTRY#e-ENTRY`: a hit's entry in its branch.
+/// An entry in its whole branch (`at`: the branch through it, to its
+/// leaf), scrolled to it: what a search hit opens.
 fn entry_href(session: &str, entry: &str) -> String {
+    format!(
+        "/s/{}?at={}#e-{}",
+        encode(session),
+        encode(entry),
+        esc(entry)
+    )
+}
+
+/// The branch that ends at an entry (`branch`: the tree's rows, as Pi's
+/// `/tree` moves the leaf there).
+fn branch_href(session: &str, entry: &str) -> String {
     format!(
         "/s/{}?branch={}#e-{}",
         encode(session),
@@ -88,8 +101,8 @@ pub fn search(local: &mut Local, context: &Context, params: &Params) -> Result<A
     let results = if q.trim().is_empty() {
         "<p class=\"hint\">Type words to search every session: <code>\"exact phrase\"</code>, <code>prefix*</code>, <code>OR</code>, <code>NOT</code>. The filters are the CLI's (<code>piidx search --help</code>).</p>".to_owned()
     } else {
-        match api::search_options(params).and_then(|options| api::run_search(local, &options)) {
-            Ok((hits, ms)) => hits_html(&hits, ms),
+        match hits_page(local, params) {
+            Ok((hits, ms, more)) => hits_html(&hits, ms, more.as_deref()),
             Err(failure) if failure.status < 500 => {
                 format!("<p class=\"problem\">{}</p>", esc(&failure.message))
             }
@@ -163,13 +176,42 @@ pub fn search(local: &mut Local, context: &Context, params: &Params) -> Result<A
     Ok(Answer::html(page(title, Nav::Search, context.live, &main)))
 }
 
-fn hits_html(hits: &[Hit], ms: f64) -> String {
+/// The hits the search page shows, the time taken, and the link to more
+/// when there are more (one hit beyond the page is asked for to know).
+/// `typing=1` (the script's search as you type): the word being typed is a
+/// prefix, as in the picker.
+fn hits_page(
+    local: &mut Local,
+    params: &Params,
+) -> Result<(Vec<Hit>, f64, Option<String>), Failure> {
+    let mut options = api::search_options(params)?;
+    if params.flag("typing")? {
+        let open = !options.query.ends_with(char::is_whitespace);
+        options.query = search::as_you_type(&options.query, open);
+    }
+    let shown = options.limit;
+    options.limit = shown.saturating_add(1);
+    let (mut hits, ms) = api::run_search(local, &options)?;
+    let more = (hits.len() > shown).then(|| {
+        let next = (shown + 20).to_string();
+        format!("/search?{}", params.with(&[("limit", &next)], &["partial"]))
+    });
+    hits.truncate(shown);
+    Ok((hits, ms, more))
+}
+
+fn hits_html(hits: &[Hit], ms: f64, more: Option<&str>) -> String {
     let mut out = String::with_capacity(hits.len() * 600 + 64);
     let _ = write!(
         out,
-        "<p class=\"count\">{} hit{} <span class=\"ms\">{ms:.1} ms</span></p>",
+        "<p class=\"count\">{}{} hit{} <span class=\"ms\">{ms:.1} ms</span></p>",
         hits.len(),
-        if hits.len() == 1 { "" } else { "s" }
+        if more.is_some() { "+" } else { "" },
+        if hits.len() == 1 && more.is_none() {
+            ""
+        } else {
+            "s"
+        }
     );
     for hit in hits {
         let title = hit
@@ -220,6 +262,13 @@ fn hits_html(hits: &[Hit], ms: f64) -> String {
             }
         }
         out.push_str("</div></article>");
+    }
+    if let Some(href) = more {
+        let _ = write!(
+            out,
+            "<p class=\"more\"><a id=\"more\" href=\"{}\">More hits</a></p>",
+            esc(href)
+        );
     }
     out
 }
@@ -327,9 +376,10 @@ pub fn session(
 ) -> Result<Answer, Failure> {
     let tree = api::load_tree(local, id)?;
     let session_id = tree.session.session_id.clone();
-    let leaf = match params.get("branch") {
-        Some(entry) => Some(tree.find(entry)?),
-        None => tree.leaf(),
+    let leaf = match (params.get("branch"), params.get("at")) {
+        (Some(entry), _) => Some(tree.find(entry)?),
+        (None, Some(entry)) => Some(tree.leaf_through(tree.find(entry)?)),
+        (None, None) => tree.leaf(),
     };
     let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
     let full_href =
@@ -538,7 +588,7 @@ fn tree_html(tree: &SessionTree, session_id: &str, leaf: Option<usize>, out: &mu
             } else {
                 ""
             },
-            entry_href(session_id, &entry.id),
+            branch_href(session_id, &entry.id),
             esc(&entry.id.chars().take(8).collect::<String>()),
             esc(&entry.entry_type)
         );

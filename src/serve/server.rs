@@ -430,7 +430,26 @@ fn respond(request: Request, answer: Answer, cookie: Option<&str>) {
 
 #[cfg(test)]
 mod tests {
-    use super::same;
+    use super::{Local, PathBuf, Searches, same};
+
+    #[test]
+    fn searches_leave_a_worker_for_the_pages() {
+        let local = Local::new(PathBuf::from("/nonexistent"), Searches::new(3));
+        let first = local.search_slot().expect("a place");
+        let second = local.search_slot().expect("a second place");
+        assert!(
+            local.search_slot().is_none(),
+            "the third worker stays for pages"
+        );
+        drop(first);
+        let third = local
+            .search_slot()
+            .expect("a place given back is taken again");
+        assert!(local.search_slot().is_none());
+        drop((second, third));
+        let alone = Local::new(PathBuf::from("/nonexistent"), Searches::new(1));
+        assert!(alone.search_slot().is_some(), "one worker also searches");
+    }
 
     #[test]
     fn tokens_compare() {

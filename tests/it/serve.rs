@@ -539,7 +539,7 @@ fn pages_in_a_headless_browser() {
     let href = browser.eval("document.querySelector('#results .hit a.title').getAttribute('href')");
     let href = href.as_str().unwrap().to_owned();
     assert!(
-        href.starts_with(&format!("/s/{session}?branch={entry}")),
+        href.starts_with(&format!("/s/{session}?at={entry}")),
         "{href}"
     );
     let marked = browser.eval("document.querySelector('#results .hit mark').textContent");
@@ -568,7 +568,6 @@ fn pages_in_a_headless_browser() {
         browser.eval("document.querySelector('#transcript').offsetParent !== null"),
         json!(true)
     );
-
     // Switch to the tree: every entry of `piidx tree` is a row.
     let tree: Value = serde_json::from_slice(&cli(&env, &["tree", session, "--json"])).unwrap();
     let entries = tree["entries"].as_array().unwrap().len();
@@ -687,6 +686,103 @@ fn pages_in_a_headless_browser() {
         browser.eval("document.querySelectorAll('table.sessions tbody tr').length"),
         json!(sessions.len())
     );
+
+    // A hit opens its whole branch, not the branch cut at the hit: the
+    // tool call's result and what came after are on the page too.
+    let hits: Vec<Value> =
+        serde_json::from_slice(&cli(&env, &["search", "whole build log", "--json"])).unwrap();
+    let (in_session, hit) = (
+        hits[0]["session_id"].as_str().unwrap(),
+        hits[0]["entry_id"].as_str().unwrap(),
+    );
+    let branch: Value =
+        serde_json::from_slice(&cli(&env, &["show", in_session, "--json"])).unwrap();
+    let ids: Vec<&str> = branch
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|entry| entry["id"].as_str())
+        .collect();
+    let at = ids
+        .iter()
+        .position(|id| *id == hit)
+        .expect("the hit is on the branch");
+    assert!(at + 1 < ids.len(), "the hit is not the branch's last entry");
+    browser.open(&served.url("/search?q=whole+build+log"));
+    browser.eval("document.querySelector('#results .hit a.title').click()");
+    let last = ids[ids.len() - 1];
+    browser.wait_for(
+        &format!(
+            "document.getElementById({}) !== null",
+            js(&format!("e-{last}"))
+        ),
+        "the branch past the hit, to its last entry",
+    );
+    assert_eq!(
+        browser.eval("document.querySelector('#transcript').textContent.includes('no result')"),
+        json!(false)
+    );
+
+    // The word being typed is a prefix, as in the picker; `/` focuses the
+    // box, j and Enter open the first hit.
+    browser.open(&served.url("/search"));
+    browser.eval("document.querySelector('#q').blur()");
+    browser.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: '/', bubbles: true}))");
+    assert_eq!(browser.eval("document.activeElement.id"), json!("q"));
+    browser.type_text("deprecat");
+    let prefixed: Vec<Value> =
+        serde_json::from_slice(&cli(&env, &["search", "deprecat*", "--json"])).unwrap();
+    assert!(!prefixed.is_empty());
+    browser.wait_for(
+        &format!(
+            "document.querySelectorAll('#results .hit').length === {}",
+            prefixed.len()
+        ),
+        "the hits of the word being typed",
+    );
+    browser.eval("document.querySelector('#q').blur()");
+    browser.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j', bubbles: true}))");
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#results .hit.sel').length"),
+        json!(1)
+    );
+    let first =
+        browser.eval("document.querySelector('#results .hit.sel a.title').getAttribute('href')");
+    browser.eval(
+        "document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}))",
+    );
+    browser.wait_for(
+        &format!(
+            "location.pathname + location.search === {}",
+            js(first.as_str().unwrap().split('#').next().unwrap())
+        ),
+        "the chosen hit opened",
+    );
+
+    // A page of hits says when there are more, and links to them.
+    let all: Vec<Value> =
+        serde_json::from_slice(&cli(&env, &["search", "the", "--json", "-n", "500"])).unwrap();
+    assert!(all.len() > 3);
+    browser.open(&served.url("/search?q=the&limit=2"));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#results .hit').length"),
+        json!(2)
+    );
+    assert!(
+        browser
+            .eval("document.querySelector('#results .count').textContent")
+            .as_str()
+            .unwrap()
+            .starts_with("2+ hits")
+    );
+    browser.eval("document.querySelector('#more').click()");
+    browser.wait_for(
+        &format!(
+            "document.querySelectorAll('#results .hit').length === {}",
+            all.len().min(22)
+        ),
+        "more hits",
+    );
 }
 
 /// The last entry id of a session file.
@@ -744,8 +840,8 @@ fn watch_pushes_new_hits_to_open_pages() {
 /// A search is bounded on the server too: 2,000 terms and 1,000 repeated
 /// roles are a 400 (not a 500), and a search that runs to its budget (held
 /// by `PIIDX_TEST_HOLD` until then) ends in a 400 naming the limit while
-/// the other workers answer pages meanwhile; with every search place taken
-/// a further search is told to come back (503), never queued behind it.
+/// the worker left for pages answers one meanwhile (how many searches may
+/// run at once: `serve::server`'s unit test).
 #[test]
 fn slow_or_huge_searches_do_not_hold_the_server() {
     let (env, _) = indexed();
@@ -774,20 +870,6 @@ fn slow_or_huge_searches_do_not_hold_the_server() {
             std::thread::spawn(move || http_get(&addr, "/api/search?q=the", &[]))
         })
         .collect();
-    // Both search places are taken once a third search is turned away.
-    let mut turned_away = false;
-    for _ in 0..200 {
-        let (status, _, _) = held.get("/api/search?q=other", &[]);
-        if status == 503 {
-            turned_away = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(
-        turned_away,
-        "a third search waits for none of the held ones"
-    );
     let (status, _, _) = held.get("/sessions", &[]);
     assert_eq!(status, 200);
     assert!(

@@ -45,6 +45,7 @@ pub(crate) use plan::role_condition;
 use plan::{Filters, Plan, plan};
 pub use plan::{MAX_QUERY_BYTES, MAX_TERMS, MAX_VALUES, ROLES};
 pub use stage::{RANK_WINDOW, RECENT_WINDOW};
+pub use syntax::as_you_type;
 
 /// How long a search may run when its options give no budget of their
 /// own: every search is bounded, whichever front-end asks.

@@ -14,6 +14,20 @@
 //!   balanced and a group is not empty, otherwise they are punctuation;
 //! * words without a letter or digit (`()`, `--`, `+`) are dropped.
 
+/// The words searched while typing: the last word, unless a space ended
+/// it, is a prefix (`pars` finds `parser`) once it has three letters
+/// (shorter prefixes match too much to rank).
+pub fn as_you_type(words: &str, open: bool) -> String {
+    let last = words.rsplit(char::is_whitespace).next().unwrap_or("");
+    let typing =
+        open && last.chars().count() >= 3 && last.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if typing {
+        format!("{words}*")
+    } else {
+        words.to_owned()
+    }
+}
+
 /// One lexed item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Lexeme {
@@ -265,6 +279,15 @@ pub fn translate(input: &str) -> Translated {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_being_typed_is_a_prefix() {
+        assert_eq!(as_you_type("fix pars", true), "fix pars*");
+        assert_eq!(as_you_type("fix pars", false), "fix pars");
+        assert_eq!(as_you_type("fix pa", true), "fix pa");
+        assert_eq!(as_you_type("\"a phrase\"", true), "\"a phrase\"");
+        assert_eq!(as_you_type("std::io", true), "std::io");
+    }
     use proptest::prelude::*;
 
     fn t(input: &str) -> String {

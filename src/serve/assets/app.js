@@ -17,18 +17,22 @@
     for (const [k, v] of new FormData(form)) if (v !== "") params.append(k, v);
     return params;
   }
-  async function runSearch(push) {
+  // `typing`: from a key in the box, so the word being typed is a prefix
+  // (the server treats it as the picker does); Enter searches as written.
+  async function runSearch(push, typing) {
     const params = query();
     const mine = ++seq;
     if (inflight) inflight.abort();
     inflight = new AbortController();
     const url = "/search?" + params.toString();
     try {
-      const res = await fetch(url + (params.toString() ? "&" : "") + "partial=1", { signal: inflight.signal });
+      const extra = "partial=1" + (typing ? "&typing=1" : "");
+      const res = await fetch(url + (params.toString() ? "&" : "") + extra, { signal: inflight.signal });
       const html = await res.text();
       if (mine !== seq) return;
       $("#results").innerHTML = html;
-      history.replaceState(null, "", url);
+      selected = -1;
+      history.replaceState(null, "", url + (typing ? "&typing=1" : ""));
       document.title = (params.get("q") || "Search") + " · piidx";
       if (push) document.body.dataset.searched = String(mine);
     } catch (e) {
@@ -38,7 +42,7 @@
   if (form) {
     form.addEventListener("input", () => {
       clearTimeout(timer);
-      timer = setTimeout(() => runSearch(true), 120);
+      timer = setTimeout(() => runSearch(true, true), 120);
     });
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -46,6 +50,37 @@
       runSearch(true);
     });
   }
+
+  // Keys, as in the picker: `/` goes to the search box, j/k move over the
+  // hits (Esc leaves the box first), Enter opens the one chosen.
+  let selected = -1;
+  function choose(step) {
+    const hits = $$(".hit");
+    if (!hits.length) return;
+    selected = Math.max(0, Math.min(hits.length - 1, selected + step));
+    hits.forEach((hit, i) => hit.classList.toggle("sel", i === selected));
+    hits[selected].scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("keydown", (ev) => {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const field = ev.target.closest && ev.target.closest("input, select, textarea");
+    if (field) {
+      if (ev.key === "Escape") field.blur();
+      if (ev.key === "ArrowDown" && field.id === "q") { ev.preventDefault(); field.blur(); choose(1); }
+      return;
+    }
+    if (ev.key === "/") {
+      const box = $("#q");
+      if (box) { ev.preventDefault(); box.focus(); box.select(); }
+    } else if (ev.key === "j" || ev.key === "ArrowDown") {
+      if ($(".hit")) { ev.preventDefault(); choose(1); }
+    } else if (ev.key === "k" || ev.key === "ArrowUp") {
+      if ($(".hit")) { ev.preventDefault(); choose(-1); }
+    } else if (ev.key === "Enter" && selected >= 0) {
+      const link = $(".hit.sel a.title");
+      if (link) { ev.preventDefault(); location.href = link.href; }
+    }
+  });
 
   // Transcript / tree tabs: the pane shown comes with the page, the other
   // is fetched the first time its tab is shown; the URL keeps the choice.
