@@ -415,6 +415,9 @@ fn describe(object: &Value, out: &mut Entry) {
             out.session_name = Some(str_field(object, "name"));
         }
         "model_change" => {
+            // The model's name is what one types to find a switch to it; its
+            // key ends in `Id`, which is otherwise left out as an identifier.
+            push_text(out, object, "modelId", "$.modelId", kind::OTHER, None);
             out.detail = Detail::ModelChange {
                 kind: "model",
                 provider: str_field(object, "provider"),
