@@ -314,3 +314,39 @@ proptest! {
         }
     }
 }
+
+/// A line torn by a crash and completed by a later write, and a last line
+/// without its `\n` that Pi completes on open: once synced, the file comes
+/// back from export byte for byte, as a fresh sync of it gives.
+#[test]
+fn torn_then_completed_lines_export_byte_for_byte() {
+    let env = Env::with_fixture("shapes");
+    let path = env.root.join(DIR).join(GLUED);
+    let whole = fs::read(&path).expect("read");
+    let root = env.root.to_string_lossy().into_owned();
+    let sync = || {
+        let out = env.run(&["sync", "--root", &root, "--json"]);
+        assert!(matches!(out.status.code(), Some(0) | Some(1)));
+    };
+    // Torn inside the last line, then completed but for the `\n`, then whole.
+    let last = whole[..whole.len() - 1]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .expect("lines")
+        + 1;
+    for cut in [last + 25, whole.len() - 1, whole.len()] {
+        fs::write(&path, &whole[..cut]).expect("write");
+        crate::util::age_files(&env.root);
+        sync();
+    }
+    let out = env.run(&["export", &path.to_string_lossy()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&whole)
+    );
+    assert_eq!(
+        env.count("SELECT count(*) FROM parse_errors WHERE reason NOT LIKE '%glued%'"),
+        0
+    );
+}
