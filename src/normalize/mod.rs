@@ -25,8 +25,8 @@ use serde_json::Value;
 use crate::secrets::Redactor;
 use crate::time::parse_iso_ms;
 pub use text::{
-    CHUNK_BYTES, CHUNK_OVERLAP, child_path, chunk_spans, has_unspaced_script, is_unspaced_script, json_path_mut,
-    pi_message_text,
+    CHUNK_BYTES, CHUNK_OVERLAP, child_path, chunk_spans, has_unspaced_script, is_unspaced_script,
+    json_path_mut, pi_message_text,
 };
 use text::{push_leaves, push_string, push_text};
 use usage::{parse_usage, push_usage};

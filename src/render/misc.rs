@@ -74,7 +74,12 @@ pub fn write_doctor(
         findings.files_checked
     )?;
     for group in skip_groups(&findings.skipped) {
-        writeln!(out, "{} {}", theme.dim("skipped:"), safe(&skip_line(&group)))?;
+        writeln!(
+            out,
+            "{} {}",
+            theme.dim("skipped:"),
+            safe(&skip_line(&group))
+        )?;
     }
     for problem in &report.problems {
         writeln!(out, "{} {}", theme.warning("problem:"), safe(problem))?;

@@ -34,7 +34,10 @@ fn session_of(env: &Env, name: &str) -> String {
     let rows = env.sql(&format!(
         "SELECT session_id FROM sessions WHERE file_path LIKE '%{name}'"
     ));
-    rows[0]["session_id"].as_str().expect("session id").to_owned()
+    rows[0]["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_owned()
 }
 
 /// `sessions --json` equals Pi's `listAll()` on the tree, field for field.
@@ -54,7 +57,9 @@ fn sessions_equal_pi_listall() {
     )
     .expect("expected JSON");
     for info in &mut theirs {
-        info.as_object_mut().expect("object").remove("allMessagesText");
+        info.as_object_mut()
+            .expect("object")
+            .remove("allMessagesText");
     }
     assert_eq!(ours, theirs);
 }
@@ -72,7 +77,11 @@ fn branches_equal_pi_get_branch_and_context() {
     for (name, want) in expected["files"].as_object().expect("files") {
         let path = env.root.join(DIR).join(name);
         let out = env.run(&["show", "--json", &path.to_string_lossy()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let entries: Vec<Value> = serde_json::from_slice(&out.stdout).expect("show --json");
         let ids: Vec<&str> = entries.iter().filter_map(|e| e["id"].as_str()).collect();
         let want_ids: Vec<&str> = want["branchIds"]
@@ -164,7 +173,11 @@ fn tool_times_run_from_the_call_to_the_result() {
     env.sync();
     let session = session_of(&env, TIMED);
     let out = env.run(&["tools", "--json", "--session", &session]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("tools --json");
     let by_key = |key: &str| {
         rows.iter()
@@ -221,7 +234,10 @@ fn skipped_files_are_listed_with_their_reasons() {
     let out = env.run(&["sync", "--root", &root, "--json"]);
     let summary: Value = serde_json::from_slice(&out.stdout).expect("sync --json");
     let skipped = summary["skipped"].as_array().expect("skipped");
-    assert_eq!(skipped.len() as u64, summary["files_skipped"].as_u64().unwrap_or(0));
+    assert_eq!(
+        skipped.len() as u64,
+        summary["files_skipped"].as_u64().unwrap_or(0)
+    );
     let names: HashSet<String> = skipped
         .iter()
         .map(|file| {
@@ -240,7 +256,10 @@ fn skipped_files_are_listed_with_their_reasons() {
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("skipped:")).collect();
     assert_eq!(warnings.len(), 2, "one line per reason: {stderr}");
     for line in &warnings {
-        assert!(line.starts_with("piidx: warning: 1 file skipped: "), "{line}");
+        assert!(
+            line.starts_with("piidx: warning: 1 file skipped: "),
+            "{line}"
+        );
         assert!(line.contains("(e.g. /"), "{line}");
     }
     let doctor = env.run(&["doctor"]);
@@ -248,7 +267,10 @@ fn skipped_files_are_listed_with_their_reasons() {
     assert_eq!(text.matches("skipped: 1 file skipped").count(), 2, "{text}");
     let doctor = env.run(&["doctor", "--json"]);
     let report: Value = serde_json::from_slice(&doctor.stdout).expect("doctor --json");
-    assert_eq!(report["findings"]["skipped"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        report["findings"]["skipped"].as_array().map(Vec::len),
+        Some(2)
+    );
 }
 
 /// Words of random lengths, separated by punctuation and no whitespace for
@@ -279,7 +301,9 @@ fn long_text() -> impl Strategy<Value = Vec<(String, String)>> {
                 let mut state = salt;
                 while body.len() < len.max(marker.len()) {
                     state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                    body.push(char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[(state >> 16) as usize % 36]));
+                    body.push(char::from(
+                        b"abcdefghijklmnopqrstuvwxyz0123456789"[(state >> 16) as usize % 36],
+                    ));
                 }
                 (body, sep)
             })
@@ -340,7 +364,11 @@ fn torn_then_completed_lines_export_byte_for_byte() {
         sync();
     }
     let out = env.run(&["export", &path.to_string_lossy()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&whole)

@@ -169,7 +169,10 @@ fn export_gives_back_every_recovered_line_byte_for_byte() {
                     && value.is_object()
                     && value["type"] != "session"
                 {
-                    assert!(wanted.contains(offset), "{path}: line at {offset} not indexed");
+                    assert!(
+                        wanted.contains(offset),
+                        "{path}: line at {offset} not indexed"
+                    );
                 }
             }
             let mut expected = Vec::new();
@@ -198,8 +201,11 @@ fn export_gives_back_every_recovered_line_byte_for_byte() {
                     "{path}: export differs at line {at} of {} (expected {} lines):\n ours: {:?}\ntheirs: {:?}",
                     ours.len(),
                     theirs.len(),
-                    ours.get(at).map(|l| String::from_utf8_lossy(&l.1).into_owned()),
-                    theirs.get(at).map(|l| String::from_utf8_lossy(&l.1).into_owned()),
+                    ours.get(at)
+                        .map(|l| String::from_utf8_lossy(&l.1).into_owned()),
+                    theirs
+                        .get(at)
+                        .map(|l| String::from_utf8_lossy(&l.1).into_owned()),
                 );
             }
             checked += 1;
