@@ -59,7 +59,14 @@ pub enum Command {
     Resume(cmd::resume::Args),
     /// Tokens and cost by day, week, month, model, provider, project or session
     Usage(cmd::usage::Args),
-    /// Tool call counts, error rates, call -> result times and largest outputs
+    /// Tool call counts, error rates, tool times and largest outputs
+    ///
+    /// A call's time ("median", "p95") runs from when it was issued (the
+    /// assistant entry's own `timestamp`, written when the message holding
+    /// the call ended) to its result, so it is the tool's time. The turn
+    /// time, from the assistant message's `timestamp` (when the request
+    /// started: the model's generation included) to the result, is in
+    /// `--json` and `--csv` (`turn_median_ms`, `turn_p95_ms`).
     Tools(cmd::tools::Args),
     /// List subagent runs (delegations recorded by subagent tool results)
     Subagents(cmd::subagents::Args),

@@ -78,6 +78,9 @@ pub struct Findings {
     pub files_differing: Vec<FileDiff>,
     /// `--absent` texts found in a file of the index.
     pub text_present: Vec<TextFound>,
+    /// Files the index holds as skipped (not sessions), with why; not a
+    /// problem, but never silent.
+    pub skipped: Vec<crate::sync::SkippedFile>,
 }
 
 /// Where an `--absent` text still is; `text` masked past its first four
@@ -408,7 +411,11 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
             file_entries: want.entries,
             file_parse_errors: want.parse_errors,
         };
-        if matches!(state.status, FileStatus::Skipped(_)) {
+        if let FileStatus::Skipped(reason) = &state.status {
+            findings.skipped.push(crate::sync::SkippedFile {
+                path: state.path.display().to_string(),
+                reason: reason.clone(),
+            });
             if have.entries + have.parse_errors > 0 || have.has_session {
                 findings.files_differing.push(diff(
                     "skipped, but rows are indexed for it".into(),

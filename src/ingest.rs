@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use crate::normalize::{self, EntryContext};
 use crate::parse::{self, ParsedLine};
-pub use crate::pipeline::{Batch, Cursor, FileStatus, LineError, SessionFacts, Target};
+pub use crate::pipeline::{Batch, Cursor, ExactLine, FileStatus, LineError, SessionFacts, Target};
 use crate::read::{Fingerprint, Line, LineReader};
 
 /// Bump when extraction changes: files indexed by an older parser are
@@ -22,7 +22,10 @@ use crate::read::{Fingerprint, Line, LineReader};
 /// system messages' large values are stored once (`shared_texts`). 5:
 /// subagent statuses in Pi 1.5's words, usage parts (reasoning, 1h cache).
 /// 6: large strings of tool results are shared texts too, stored deflated.
-pub const PARSER_VERSION: i64 = 6;
+/// 7: lone surrogate escapes read (as U+FFFD), lines export cannot rebuild
+/// kept in `exact_lines`, chunks cut at token boundaries, `model_change`
+/// model ids searchable, event streams indexed as Pi lists them.
+pub const PARSER_VERSION: i64 = 7;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;
@@ -170,6 +173,7 @@ fn new_batch(target: &Target, reset: bool) -> Batch {
         header: None,
         entries: Vec::new(),
         errors: Vec::new(),
+        exact_lines: Vec::new(),
         cursor: Cursor::default(),
         fingerprint: Fingerprint::default(),
         status: FileStatus::Indexed,
@@ -243,13 +247,23 @@ impl FileRun<'_> {
         match parsed {
             ParsedLine::Blank => {}
             ParsedLine::Invalid(reason) => self.batch().errors.push(error(reason)),
-            ParsedLine::Objects { objects, note } => {
+            ParsedLine::Objects {
+                objects,
+                note,
+                rewritten,
+            } => {
                 // Pi's JSON.parse accepts a line only when it holds one object.
                 let pi_parsable = objects.len() == 1;
                 let listed = pi_parsable || split_by_lone_cr(bytes, objects.len());
+                // Decided before the objects are taken apart; an index that
+                // redacts keeps no bytes a secret could be in.
+                let exact = (self.options.redactor.is_none()
+                    && needs_exact(bytes, &objects, note.is_some() || rewritten))
+                .then(|| bytes.to_vec());
                 if let Some(note) = note {
                     self.batch().errors.push(error(note));
                 }
+                let before = (self.batch.entries.len(), self.batch.header.is_some());
                 for (index, object) in objects.into_iter().enumerate() {
                     let ctx = EntryContext {
                         line_no,
@@ -267,6 +281,15 @@ impl FileRun<'_> {
                     if let Some(step) = self.take_object(object, ctx, &error) {
                         return step;
                     }
+                }
+                let header_taken = !before.1 && self.batch.header.is_some();
+                let kept = self.batch.entries.len() > before.0 || header_taken;
+                if let (Some(bytes), true) = (exact, kept) {
+                    self.batch.exact_lines.push(ExactLine {
+                        byte_offset: offset as i64,
+                        header: header_taken,
+                        bytes,
+                    });
                 }
             }
         }
@@ -299,11 +322,6 @@ impl FileRun<'_> {
                 .errors
                 .push(error("duplicate session header; ignored as Pi does".into()));
             return None;
-        }
-        if self.cursor.entry_count == 0 && normalize::is_event(&object) {
-            return Some(Step::Skip(
-                "an event stream (`pi --mode json` output), not a session: the line after the header is an agent event".into(),
-            ));
         }
         ctx.legacy_v1 = session.legacy_v1;
         ctx.previous_entry_id = self.cursor.last_entry_id.clone();
@@ -338,8 +356,25 @@ fn split_by_lone_cr(bytes: &[u8], objects: usize) -> bool {
         .collect();
     parts.len() == objects
         && parts.iter().all(|part| {
-            matches!(parse::parse_line(part), ParsedLine::Objects { objects, note: None } if objects.len() == 1)
+            matches!(parse::parse_line(part), ParsedLine::Objects { objects, note: None, .. } if objects.len() == 1)
         })
+}
+
+/// True when writing `objects` back out one after another does not give
+/// `bytes`. Only lines that were repaired or that have anything around
+/// their objects are compared: a line `JSON.stringify` wrote starts with
+/// `{` and ends with `}`, and comes back as it was.
+fn needs_exact(bytes: &[u8], objects: &[serde_json::Value], repaired: bool) -> bool {
+    if !repaired && bytes.first() == Some(&b'{') && bytes.last() == Some(&b'}') {
+        return false;
+    }
+    let mut written = Vec::with_capacity(bytes.len());
+    for object in objects {
+        if serde_json::to_writer(&mut written, object).is_err() {
+            return true;
+        }
+    }
+    written != bytes
 }
 
 fn not_a_header(object: &serde_json::Value) -> String {

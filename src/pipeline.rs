@@ -95,6 +95,18 @@ pub struct LineError {
     pub excerpt: Option<String>,
 }
 
+/// A line kept byte for byte, for export: its objects written back out
+/// (`JSON.stringify`'s form, which serde_json's matches) would not give it
+/// back. Glued objects with something between them, a `\r` before the
+/// `\n`, lone surrogate escapes, invalid UTF-8.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExactLine {
+    pub byte_offset: i64,
+    /// The line holds the session header (and maybe entries glued to it).
+    pub header: bool,
+    pub bytes: Vec<u8>,
+}
+
 /// What the writer applies in one go: rows plus the cursor after them.
 #[derive(Debug)]
 pub struct Batch {
@@ -104,6 +116,9 @@ pub struct Batch {
     pub header: Option<Header>,
     pub entries: Vec<Entry>,
     pub errors: Vec<LineError>,
+    /// The bytes of lines whose objects, written back out, are not the
+    /// line (see `ExactLine`).
+    pub exact_lines: Vec<ExactLine>,
     pub cursor: Cursor,
     pub fingerprint: Fingerprint,
     pub status: FileStatus,

@@ -82,6 +82,45 @@ pub struct SyncReport {
     /// Directories and files that could not be read ("path: reason"); what
     /// the index holds for them is kept as it was. Exit code 4.
     pub unreadable: Vec<String>,
+    /// The files skipped by this sync (`files_skipped`), each with why.
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// A file that is not indexed as a session, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Skipped files with the same reason: how many, and the first by path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkipGroup {
+    pub reason: String,
+    pub count: usize,
+    pub example: String,
+}
+
+/// Groups skipped files by reason, most files first (then by reason).
+pub fn skip_groups(files: &[SkippedFile]) -> Vec<SkipGroup> {
+    let mut groups: std::collections::BTreeMap<&str, (usize, &str)> = Default::default();
+    for file in files {
+        let group = groups.entry(&file.reason).or_insert((0, &file.path));
+        group.0 += 1;
+        if file.path.as_str() < group.1 {
+            group.1 = &file.path;
+        }
+    }
+    let mut out: Vec<SkipGroup> = groups
+        .into_iter()
+        .map(|(reason, (count, example))| SkipGroup {
+            reason: reason.to_owned(),
+            count,
+            example: example.to_owned(),
+        })
+        .collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.reason.cmp(&b.reason)));
+    out
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -261,6 +300,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         store.end_bulk_load()?;
     }
     store.scrub_wal()?;
+    report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -425,6 +465,7 @@ fn last_batch(target: Target, status: FileStatus) -> Batch {
         header: None,
         entries: Vec::new(),
         errors: Vec::new(),
+        exact_lines: Vec::new(),
         cursor: ingest::Cursor::default(),
         fingerprint: Fingerprint::default(),
         status,
@@ -465,7 +506,13 @@ fn write_all(
         }
         if batch.last {
             match &batch.status {
-                FileStatus::Skipped(_) => report.files_skipped += 1,
+                FileStatus::Skipped(reason) => {
+                    report.files_skipped += 1;
+                    report.skipped.push(SkippedFile {
+                        path: batch.target.path.display().to_string(),
+                        reason: reason.clone(),
+                    });
+                }
                 FileStatus::Unreadable(reason) => report
                     .unreadable
                     .push(format!("{}: {reason}", batch.target.path.display())),

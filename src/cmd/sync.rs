@@ -76,6 +76,9 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             &global.term,
         );
     }
+    for group in piidx::sync::skip_groups(&report.skipped) {
+        misc::warn(&misc::skip_line(&group), &global.term);
+    }
     let mut out = super::stdout();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;

@@ -25,8 +25,8 @@ use serde_json::Value;
 use crate::secrets::Redactor;
 use crate::time::parse_iso_ms;
 pub use text::{
-    CHUNK_BYTES, child_path, chunk_spans, has_unspaced_script, is_unspaced_script, json_path_mut,
-    pi_message_text,
+    CHUNK_BYTES, CHUNK_OVERLAP, child_path, chunk_spans, has_unspaced_script, is_unspaced_script,
+    json_path_mut, pi_message_text,
 };
 use text::{push_leaves, push_string, push_text};
 use usage::{parse_usage, push_usage};
@@ -415,6 +415,9 @@ fn describe(object: &Value, out: &mut Entry) {
             out.session_name = Some(str_field(object, "name"));
         }
         "model_change" => {
+            // The model's name is what one types to find a switch to it; its
+            // key ends in `Id`, which is otherwise left out as an identifier.
+            push_text(out, object, "modelId", "$.modelId", kind::OTHER, None);
             out.detail = Detail::ModelChange {
                 kind: "model",
                 provider: str_field(object, "provider"),
@@ -765,6 +768,49 @@ mod tests {
             next = start + len;
         }
         assert_eq!(next, text.len());
+    }
+
+    #[test]
+    fn chunks_are_cut_between_words_without_whitespace() {
+        // Minified JSON: no space or newline anywhere.
+        let text = (0..4000)
+            .map(|n| format!("{{\"key{n}\":\"value{n}abcdef\"}}"))
+            .collect::<String>();
+        let spans = chunk_spans(&text, 1000);
+        assert!(spans.len() > 50);
+        let mut next = 0;
+        for (start, len) in &spans {
+            assert_eq!(*start, next, "contiguous when a boundary exists");
+            let end = start + len;
+            let bytes = text.as_bytes();
+            if end < text.len() {
+                assert!(
+                    !(bytes[end - 1].is_ascii_alphanumeric() && bytes[end].is_ascii_alphanumeric()),
+                    "cut inside a word at {end}"
+                );
+            }
+            next = end;
+        }
+        assert_eq!(next, text.len());
+    }
+
+    #[test]
+    fn a_word_longer_than_a_chunk_is_cut_with_an_overlap() {
+        let text = format!("intro {}", "x".repeat(10_000));
+        let spans = chunk_spans(&text, 1000);
+        let overlap = CHUNK_OVERLAP.min(1000 / 4);
+        for pair in spans.windows(2) {
+            let (start, len) = pair[0];
+            assert!(len <= 1000);
+            let end = start + len;
+            // The space ends the first span; after it every cut is inside
+            // the run, and the next span starts `overlap` bytes back.
+            if start > 0 {
+                assert_eq!(pair[1].0, end - overlap);
+            }
+        }
+        let (last_start, last_len) = spans[spans.len() - 1];
+        assert_eq!(last_start + last_len, text.len());
     }
 
     #[test]

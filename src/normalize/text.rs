@@ -11,6 +11,10 @@ use super::{Entry, TextField, kind, role_kind};
 /// multi-MB documents is slow (see docs/search.md).
 pub const CHUNK_BYTES: usize = 32 * 1024;
 
+/// How far a span starts before the cut that ended the previous one, when
+/// that cut had to fall inside a word (see `chunk_spans`).
+pub const CHUNK_OVERLAP: usize = 1024;
+
 /// Indexes every string inside tool-call arguments, each as its own field.
 pub(super) fn push_leaves(
     out: &mut Entry,
@@ -126,10 +130,21 @@ pub fn pi_message_text(content: Option<&Value>) -> String {
     }
 }
 
-/// Cuts `text` into spans of at most `max` bytes, preferring to cut after a
-/// newline, then after a space, in the last quarter of the window.
+/// Cuts `text` into spans of at most `max` bytes, so that every word lies
+/// whole inside one span wherever the cuts fall (a word cut in two could be
+/// found by neither the word index nor `search --substring`).
+///
+/// A cut goes after a newline, then after a space, in the last quarter of
+/// the window; failing both, after the last ASCII byte that is neither a
+/// letter nor a digit (a token boundary for unicode61, which splits at
+/// every such byte: `a.b`, `x_y`, `{"k":1}`), anywhere in the window. Only
+/// a run of letters and digits longer than the whole window (a word of more
+/// than `max` bytes, or unspaced script without punctuation) is cut inside:
+/// then the next span starts `CHUNK_OVERLAP` bytes before the cut, so a
+/// substring of up to that length is still whole in one of the two.
 pub fn chunk_spans(text: &str, max: usize) -> Vec<(usize, usize)> {
     let bytes = text.as_bytes();
+    let overlap = CHUNK_OVERLAP.min(max / 4);
     let mut spans = Vec::new();
     let mut start = 0;
     while bytes.len() - start > max {
@@ -137,13 +152,28 @@ pub fn chunk_spans(text: &str, max: usize) -> Vec<(usize, usize)> {
         while !text.is_char_boundary(end) {
             end -= 1;
         }
-        let window = &bytes[start + (end - start) * 3 / 4..end];
-        let cut = memchr::memrchr(b'\n', window).or_else(|| memchr::memrchr(b' ', window));
-        if let Some(found) = cut {
-            end = start + (end - start) * 3 / 4 + found + 1;
-        }
+        let quarter = start + (end - start) * 3 / 4;
+        let window = &bytes[quarter..end];
+        let spaced = memchr::memrchr(b'\n', window).or_else(|| memchr::memrchr(b' ', window));
+        let next = if let Some(found) = spaced {
+            end = quarter + found + 1;
+            end
+        } else if let Some(found) = bytes[start + 1..end]
+            .iter()
+            .rposition(|b| b.is_ascii() && !b.is_ascii_alphanumeric())
+        {
+            end = start + 1 + found + 1;
+            end
+        } else {
+            // One run of letters and digits fills the window.
+            let mut back = end - overlap;
+            while !text.is_char_boundary(back) {
+                back -= 1;
+            }
+            if back <= start { end } else { back }
+        };
         spans.push((start, end - start));
-        start = end;
+        start = next;
     }
     spans.push((start, bytes.len() - start));
     spans

@@ -5,10 +5,16 @@
 //! were decoded on the way in) at their place among their object's keys,
 //! and shared texts (a system message's sections) put back the same way.
 //! Numbers are kept as written, so a line Pi wrote (`JSON.stringify`) comes
-//! back byte for byte; any other line comes back JSON-equal.
-//! Lines Pi could not parse, duplicate header lines and glued objects are
-//! not entries of the session and are not written.
+//! back byte for byte. A line its objects cannot give back (glued objects
+//! with something between them, `\r\n`, lone surrogate escapes, invalid
+//! UTF-8, space around the object) was kept whole in `exact_lines` and is
+//! written as it was; glued objects with nothing between them are written
+//! one after another on their line. So every line the index recovered
+//! comes back byte for byte, in order; any other line comes back JSON-equal.
+//! Lines that held no entry (blank, unparsable, duplicate headers, a torn
+//! tail not yet complete) are not written.
 
+use std::collections::HashMap;
 use std::io::Write;
 
 use serde_json::Value;
@@ -68,18 +74,67 @@ pub fn export_in(
         }
         header = value.to_string();
     }
-    out.write_all(header.as_bytes())?;
+    let mut exact: HashMap<i64, (bool, Vec<u8>)> = HashMap::new();
+    {
+        let mut stmt =
+            conn.prepare("SELECT byte_offset, header, bytes FROM exact_lines WHERE file_id = ?1")?;
+        let mut rows = stmt.query([session.file_id])?;
+        while let Some(row) = rows.next()? {
+            exact.insert(row.get(0)?, (row.get(1)?, row.get(2)?));
+        }
+    }
+    // The header's line as it was, unless the header is rewritten.
+    let header_line = exact
+        .iter()
+        .find(|(_, (is_header, _))| *is_header && cwd.is_none())
+        .map(|(offset, (_, bytes))| (*offset, bytes));
+    match header_line {
+        Some((_, bytes)) => out.write_all(bytes)?,
+        None => out.write_all(header.as_bytes())?,
+    }
     out.write_all(b"\n")?;
+    let header_offset = header_line.map(|(offset, _)| offset);
     let mut stmt = conn.prepare(
         "SELECT e.entry_rowid, e.entry_id, e.raw,
                 EXISTS (SELECT 1 FROM images i WHERE i.entry_rowid = e.entry_rowid)
-                OR EXISTS (SELECT 1 FROM shared_refs r WHERE r.entry_rowid = e.entry_rowid)
-           FROM entries e WHERE e.file_id = ?1 AND e.glued = 0
+                OR EXISTS (SELECT 1 FROM shared_refs r WHERE r.entry_rowid = e.entry_rowid),
+                e.byte_offset
+           FROM entries e WHERE e.file_id = ?1
           ORDER BY e.line_no, e.obj_in_line",
     )?;
     let mut rows = stmt.query([session.file_id])?;
     let mut count = 0;
+    // The line being written: its offset, and whether it came whole.
+    let mut open: Option<(i64, bool)> = None;
     while let Some(row) = rows.next()? {
+        let offset: i64 = row.get(4)?;
+        count += 1;
+        if Some(offset) == header_offset {
+            continue;
+        }
+        match open {
+            Some((line, whole)) if line == offset => {
+                if whole {
+                    continue;
+                }
+            }
+            _ => {
+                if open.is_some() {
+                    out.write_all(b"\n")?;
+                }
+                let whole = match exact.get(&offset) {
+                    Some((false, bytes)) => {
+                        out.write_all(bytes)?;
+                        true
+                    }
+                    _ => false,
+                };
+                open = Some((offset, whole));
+                if whole {
+                    continue;
+                }
+            }
+        }
         let rowid: i64 = row.get(0)?;
         let entry: String = row.get(1)?;
         let raw: String = row.get(2)?;
@@ -96,8 +151,9 @@ pub fn export_in(
                 .map_err(|path| ExportError::BadImagePath { entry, path })?;
             serde_json::to_writer(&mut *out, &value).map_err(std::io::Error::from)?;
         }
+    }
+    if open.is_some() {
         out.write_all(b"\n")?;
-        count += 1;
     }
     Ok(count)
 }

@@ -1,6 +1,9 @@
 //! `piidx tools`: per tool name, session or project: calls, errors, error
-//! rate, median and p95 call → result time, largest outputs. Reads the
-//! fork-deduplicated `v_tool_calls_dedup` view (docs/schema.md).
+//! rate, median and p95 of the tool's time (from the assistant entry's own
+//! `timestamp`, written when the message that issued the call ended, to the
+//! result) and of the turn time (from the message's `timestamp`, when the
+//! request started: the model's generation included), largest outputs.
+//! Reads the fork-deduplicated `v_tool_calls_dedup` view (docs/schema.md).
 
 use std::collections::HashMap;
 
@@ -34,8 +37,12 @@ pub struct ToolStats {
     pub error_rate: f64,
     /// Calls with no result entry (still running, aborted, or lost).
     pub no_result: i64,
+    /// Call issued (the assistant entry's `timestamp`) → result.
     pub median_ms: Option<i64>,
     pub p95_ms: Option<i64>,
+    /// Request started (the assistant message's `timestamp`) → result.
+    pub turn_median_ms: Option<i64>,
+    pub turn_p95_ms: Option<i64>,
     pub max_result_len: Option<i64>,
     pub total_result_len: i64,
     /// Entry id and session of the largest result.
@@ -54,7 +61,7 @@ pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>
         .conditions(&Columns::sessions("t.timestamp_ms"), 1);
     let sql = format!(
         "SELECT {key}, t.is_error, t.duration_ms, t.result_len, t.result_timestamp_ms IS NULL,
-                t.session_id || ' ' || coalesce(t.result_entry_id, ''), t.timestamp_ms
+                t.session_id || ' ' || coalesce(t.result_entry_id, ''), t.timestamp_ms, t.turn_ms
            FROM v_tool_calls_dedup t LEFT JOIN sessions s ON s.file_id = t.file_id
           WHERE 1 = 1{}",
         scope.clause()
@@ -70,6 +77,7 @@ pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>
             no_result: row.get(4)?,
             where_: row.get(5)?,
             called_at: row.get(6)?,
+            turn: row.get(7)?,
         })
     })?;
     let rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
@@ -81,7 +89,10 @@ pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>
 pub(crate) struct CallRow {
     pub key: Option<String>,
     pub is_error: Option<i64>,
+    /// Issued → result.
     pub duration: Option<i64>,
+    /// Request started → result.
+    pub turn: Option<i64>,
     pub result_len: Option<i64>,
     pub no_result: bool,
     /// `session_id result_entry_id`.
@@ -94,6 +105,7 @@ pub(crate) fn fold(rows: Vec<CallRow>, limit: Option<usize>) -> Vec<ToolStats> {
     struct Acc {
         stats: ToolStats,
         durations: Vec<i64>,
+        turns: Vec<i64>,
         /// Call time of `stats.largest`: among equally large results, the
         /// earliest call's (then the smallest `largest`) is shown, whatever
         /// order the rows come in.
@@ -105,6 +117,7 @@ pub(crate) fn fold(rows: Vec<CallRow>, limit: Option<usize>) -> Vec<ToolStats> {
             key,
             is_error,
             duration,
+            turn,
             result_len,
             no_result,
             where_,
@@ -119,6 +132,7 @@ pub(crate) fn fold(rows: Vec<CallRow>, limit: Option<usize>) -> Vec<ToolStats> {
                 ..ToolStats::default()
             },
             durations: Vec::new(),
+            turns: Vec::new(),
             largest_at: None,
         });
         let stats = &mut acc.stats;
@@ -127,6 +141,9 @@ pub(crate) fn fold(rows: Vec<CallRow>, limit: Option<usize>) -> Vec<ToolStats> {
         stats.no_result += i64::from(no_result);
         if let Some(d) = duration.filter(|d| *d >= 0) {
             acc.durations.push(d);
+        }
+        if let Some(d) = turn.filter(|d| *d >= 0) {
+            acc.turns.push(d);
         }
         if let Some(len) = result_len {
             stats.total_result_len += len;
@@ -154,6 +171,9 @@ pub(crate) fn fold(rows: Vec<CallRow>, limit: Option<usize>) -> Vec<ToolStats> {
             acc.durations.sort_unstable();
             acc.stats.median_ms = nearest_rank(&acc.durations, 50);
             acc.stats.p95_ms = nearest_rank(&acc.durations, 95);
+            acc.turns.sort_unstable();
+            acc.stats.turn_median_ms = nearest_rank(&acc.turns, 50);
+            acc.stats.turn_p95_ms = nearest_rank(&acc.turns, 95);
             acc.stats.error_rate = if acc.stats.calls > 0 {
                 (acc.stats.errors as f64 / acc.stats.calls as f64 * 1e4).round() / 1e4
             } else {

@@ -11,7 +11,7 @@ use crate::doctor::DoctorReport;
 use crate::query::secrets::SecretFound;
 use crate::query::subagents::SubagentRun;
 use crate::store::RootInfo;
-use crate::sync::SyncReport;
+use crate::sync::{SkipGroup, SyncReport, skip_groups};
 
 /// `piidx: warning: …` on standard error, in colour when it is a terminal.
 pub fn warn(message: &str, term: &Term) {
@@ -23,6 +23,15 @@ pub fn warn(message: &str, term: &Term) {
 pub fn note(message: &str, term: &Term) {
     let theme = term.theme();
     eprintln!("piidx: {}", theme.dim(&safe(message)));
+}
+
+/// One reason files were skipped for: `3 files skipped: <reason> (e.g. <path>)`.
+pub fn skip_line(group: &SkipGroup) -> String {
+    let files = if group.count == 1 { "file" } else { "files" };
+    format!(
+        "{} {files} skipped: {} (e.g. {})",
+        group.count, group.reason, group.example
+    )
 }
 
 pub fn write_sync(out: &mut dyn Write, report: &SyncReport, term: &Term) -> io::Result<()> {
@@ -64,6 +73,14 @@ pub fn write_doctor(
             .map_or_else(|| "?".to_owned(), |v| v.to_string()),
         findings.files_checked
     )?;
+    for group in skip_groups(&findings.skipped) {
+        writeln!(
+            out,
+            "{} {}",
+            theme.dim("skipped:"),
+            safe(&skip_line(&group))
+        )?;
+    }
     for problem in &report.problems {
         writeln!(out, "{} {}", theme.warning("problem:"), safe(problem))?;
     }

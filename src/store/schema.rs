@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0015_any_sqlite.sql"),
     include_str!("../../migrations/0016_machines.sql"),
     include_str!("../../migrations/0017_lean.sql"),
+    include_str!("../../migrations/0018_exact_lines.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

@@ -21,6 +21,7 @@ pub struct WriteStats {
 
 /// Tables holding one file's rows, children before parents.
 const FILE_TABLES: &[&str] = &[
+    "exact_lines",
     "redactions",
     "shared_refs",
     "chunk_runs",
@@ -97,6 +98,17 @@ impl Writer {
         for error in &batch.errors {
             self.insert_error(file_id, &path, error)?;
             stats.errors += 1;
+        }
+        for line in &batch.exact_lines {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO exact_lines(file_id, byte_offset, header, bytes)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![file_id, line.byte_offset, line.header, line.bytes])
+                })
+                .map_err(self.err())?;
         }
         if batch.cursor.session.is_some() {
             self.update_session(file_id, batch)?;

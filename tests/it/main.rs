@@ -25,6 +25,8 @@ mod sql;
 mod subagents;
 // Pi-native views: sessions (vs Pi listAll), show, tree, export, fork and tree views.
 mod views;
+// Shapes of real files: lone surrogates, glued lines, tool times, skipped files, chunk cuts.
+mod shapes;
 // `usage` and `tools`: sums against totals computed from the fixture files.
 mod usage;
 

@@ -236,7 +236,16 @@ fn undo(migration: usize) -> String {
     let usage = include_str!("../../migrations/0004_usage.sql");
     let tree = include_str!("../../migrations/0003_tree.sql");
     let shared = include_str!("../../migrations/0011_shared_texts.sql");
+    let lean = include_str!("../../migrations/0017_lean.sql");
+    let copies = include_str!("../../migrations/0009_copies.sql");
     match migration {
+        // Exact lines, and tool times from the entry's timestamp (back to
+        // 0017's and 0009's views).
+        18 => format!(
+            "DROP TABLE exact_lines; DROP VIEW tool_calls; DROP VIEW v_tool_calls_dedup; {} {}",
+            view(lean, "tool_calls"),
+            view(copies, "v_tool_calls_dedup"),
+        ),
         // Deflated shared texts and the views over them (back to 0011's,
         // 0003's and 0001's).
         17 => format!(

@@ -25,10 +25,12 @@ pub fn run(
         &mut params,
     );
     let sql = format!(
-        "SELECT {key}, t.is_error, t.result_timestamp_ms - t.timestamp_ms, t.result_len,
+        "SELECT {key}, t.is_error, t.result_timestamp_ms - e.timestamp_ms, t.result_len,
                 t.result_timestamp_ms IS NULL,
-                t.session_id || ' ' || coalesce(t.result_entry_id, ''), t.timestamp_ms
+                t.session_id || ' ' || coalesce(t.result_entry_id, ''), t.timestamp_ms,
+                t.result_timestamp_ms - t.timestamp_ms
            FROM tool_call_meta t LEFT JOIN sessions s ON s.src = t.src AND s.file_id = t.file_id
+           LEFT JOIN entries e ON e.src = t.src AND e.entry_rowid = t.entry_rowid
           WHERE t.copies > 0{}",
         clause(&conds)
     );
@@ -43,6 +45,7 @@ pub fn run(
             no_result: row.get(4),
             where_: row.get::<_, Option<String>>(5).unwrap_or_default(),
             called_at: row.get(6),
+            turn: row.get(7),
         })
         .collect();
     Ok(fold(rows, query.limit))
