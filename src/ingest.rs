@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use crate::normalize::{self, EntryContext};
 use crate::parse::{self, ParsedLine};
 pub use crate::pipeline::{Batch, Cursor, FileStatus, LineError, SessionFacts, Target};
-use crate::read::{Fingerprint, Line, LineReader};
+use crate::read::{Fingerprint, Line, LineReader, read_title_slot};
 
 /// Bump when extraction changes: files indexed by an older parser are
 /// re-indexed automatically on the next sync. 2: an `id` or `parentId` of
@@ -22,7 +22,9 @@ use crate::read::{Fingerprint, Line, LineReader};
 /// system messages' large values are stored once (`shared_texts`). 5:
 /// subagent statuses in Pi 1.5's words, usage parts (reasoning, 1h cache).
 /// 6: large strings of tool results are shared texts too, stored deflated.
-pub const PARSER_VERSION: i64 = 6;
+/// 7: oh-my-pi and pi_agent_rust: the agent of each session, omp's title
+/// slot, `model_change.model`, `model_usage`, omp's and the port's roles.
+pub const PARSER_VERSION: i64 = 7;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;
@@ -76,12 +78,27 @@ pub fn ingest(
     };
     let reset = cursor.is_none();
     let max_line_bytes = options.max_line_bytes;
+    // A resumed file's title slot is read again: omp rewrites it in place,
+    // which the fingerprint leaves out (see `Fingerprint`).
+    let title_slot = match &cursor {
+        Some(cursor) => read_title_slot(&file, cursor.offset)
+            .map_err(wrap)?
+            .and_then(|bytes| match parse::parse_line(&bytes) {
+                ParsedLine::Objects { objects, .. } => {
+                    objects.first().and_then(normalize::title_slot)
+                }
+                _ => None,
+            }),
+        None => None,
+    };
     let mut state = FileRun {
         target,
         options,
         cursor: cursor.take().unwrap_or_default(),
         batch: new_batch(target, reset),
+        title_slot,
     };
+    state.batch.title_slot = state.title_slot.clone();
     let reader_file = file.try_clone().map_err(wrap)?;
     let mut reader =
         LineReader::new(reader_file, state.cursor.offset, max_line_bytes).map_err(wrap)?;
@@ -161,6 +178,8 @@ struct FileRun<'a> {
     options: IngestOptions,
     cursor: Cursor,
     batch: Batch,
+    /// The file's title slot (omp), carried by every batch.
+    title_slot: Option<normalize::TitleSlot>,
 }
 
 fn new_batch(target: &Target, reset: bool) -> Batch {
@@ -168,6 +187,7 @@ fn new_batch(target: &Target, reset: bool) -> Batch {
         target: target.clone(),
         reset,
         header: None,
+        title_slot: None,
         entries: Vec::new(),
         errors: Vec::new(),
         cursor: Cursor::default(),
@@ -190,7 +210,9 @@ impl FileRun<'_> {
     /// Hands out the current batch, stamped with the cursor after it, and
     /// starts the next one.
     fn finish_batch(&mut self, file: &File, status: Option<FileStatus>) -> io::Result<Batch> {
-        let mut batch = std::mem::replace(&mut self.batch, new_batch(self.target, false));
+        let mut next = new_batch(self.target, false);
+        next.title_slot = self.title_slot.clone();
+        let mut batch = std::mem::replace(&mut self.batch, next);
         batch.cursor = self.cursor.clone();
         batch.fingerprint = Fingerprint::of_prefix(file, self.cursor.offset)?;
         if let Some(status) = status {
@@ -282,8 +304,18 @@ impl FileRun<'_> {
         error: &dyn Fn(String) -> LineError,
     ) -> Option<Step> {
         let Some(session) = &self.cursor.session else {
+            // oh-my-pi's title slot: the first line, before the header.
+            if ctx.line_no == 1
+                && ctx.obj_in_line == 0
+                && let Some(slot) = normalize::title_slot(&object)
+            {
+                self.title_slot = Some(slot.clone());
+                self.batch().title_slot = Some(slot);
+                return None;
+            }
             return match normalize::header(&object) {
-                Some(header) => {
+                Some(mut header) => {
+                    header.agent = self.agent_of(header.agent);
                     self.cursor.session = Some(SessionFacts {
                         session_id: header.session_id.clone(),
                         legacy_v1: header.version < 2,
@@ -312,6 +344,26 @@ impl FileRun<'_> {
         self.cursor.entry_count += 1;
         self.batch().entries.push(entry);
         None
+    }
+
+    /// The agent of the file, from its header's own guess (`header_agent`)
+    /// and what surrounds the header: a title slot only omp writes, a file
+    /// name only the port gives.
+    fn agent_of(&self, header_agent: &'static str) -> &'static str {
+        use normalize::agent;
+        if self.title_slot.is_some() {
+            return agent::OMP;
+        }
+        let port_name = self
+            .target
+            .path
+            .file_name()
+            .is_some_and(|name| normalize::is_port_file_name(&name.to_string_lossy()));
+        if header_agent == agent::PI && port_name {
+            agent::PI_AGENT_RUST
+        } else {
+            header_agent
+        }
     }
 
     fn consume(&mut self, offset: u64, len: u64, terminated: bool) {

@@ -423,6 +423,7 @@ fn last_batch(target: Target, status: FileStatus) -> Batch {
         target,
         reset: true,
         header: None,
+        title_slot: None,
         entries: Vec::new(),
         errors: Vec::new(),
         cursor: ingest::Cursor::default(),

@@ -117,6 +117,7 @@ impl ScopeArgs {
                 .as_deref()
                 .map(|cwd| cwd.to_string_lossy().into_owned()),
             session: self.session.clone(),
+            agent: self.agent.clone(),
             since: self.since.clone(),
             until: self.until.clone(),
             tz: self.tz.clone(),

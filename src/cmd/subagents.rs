@@ -10,7 +10,10 @@ use crate::cli::{ListArgs, PgArgs, ScopeArgs};
 use piidx::query::subagents::{self, SubagentsQuery};
 use piidx::render::misc;
 
+// `--agent` here is the subagent's name (as before); the coding agent of the
+// sessions is `--coding-agent`.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("coding_agent", |arg| arg.long("coding-agent")))]
 pub struct Args {
     /// Only runs of this agent (e.g. worker, reviewer, scout)
     #[arg(long, value_name = "NAME")]

@@ -5,7 +5,8 @@
 //! `first_message`, `name` and `modified_ms` with Pi's rules; the header
 //! fields are read back from `header_raw` so that `parentSessionPath` and
 //! `cwd` are exactly what Pi reads (`parentSession` only, never
-//! `branchedFrom`). `allMessagesText` is not produced.
+//! `branchedFrom`; pi_agent_rust's sessions: its `branchedFrom`, which it
+//! reads first). `allMessagesText` is not produced; `agent` is added.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -38,6 +39,8 @@ pub struct SessionInfo {
     pub message_count: i64,
     pub first_message: String,
     pub listed_by_pi: bool,
+    /// The coding agent that wrote it: `pi`, `omp` or `pi_agent_rust`.
+    pub agent: String,
 }
 
 /// The header's `cwd` as Pi reads it (a string, else none), of the session
@@ -62,11 +65,14 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
                 CASE WHEN json_type(s.header_raw, '$.cwd') = 'text'
                      THEN json_extract(s.header_raw, '$.cwd') ELSE '' END,
                 s.name,
-                s.header_raw -> '$.parentSession',
+                CASE WHEN s.agent = 'pi_agent_rust' AND s.header_raw -> '$.branchedFrom' IS NOT NULL
+                     THEN s.header_raw -> '$.branchedFrom'
+                     ELSE s.header_raw -> '$.parentSession' END,
                 s.created_ms,
                 coalesce(s.modified_ms, f.mtime_ns / 1000000),
                 s.message_count, s.first_message, s.listed_by_pi,
-                CASE WHEN r.layout = 'flat' THEN 0 ELSE f.mtime_ns END
+                CASE WHEN r.layout = 'flat' THEN 0 ELSE f.mtime_ns END,
+                s.agent
          FROM sessions s JOIN files f ON f.file_id = s.file_id
          LEFT JOIN roots r ON r.path = f.root
          WHERE f.status <> 'deleted'",
@@ -100,6 +106,7 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
                     .get::<_, Option<String>>(8)?
                     .unwrap_or_else(|| "(no messages)".to_owned()),
                 listed_by_pi: row.get(9)?,
+                agent: row.get(11)?,
             },
         ))
     })?;
@@ -245,6 +252,7 @@ impl SessionInfo {
         map.insert("modified".into(), date(self.modified_ms));
         map.insert("messageCount".into(), self.message_count.into());
         map.insert("firstMessage".into(), self.first_message.clone().into());
+        map.insert("agent".into(), self.agent.clone().into());
         Value::Object(map)
     }
 }

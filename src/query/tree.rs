@@ -6,7 +6,8 @@
 //! `dist/core/session-manager.js`): duplicate ids resolve to the last
 //! occurrence, the leaf is the last entry in file order, orphans and
 //! self-parented entries are roots, children are sorted by timestamp. Unlike
-//! Pi, parent walks are cycle-guarded.
+//! Pi, parent walks are cycle-guarded. pi_agent_rust's header `leafId`
+//! chooses its current branch (`SessionTree::leaf`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -369,9 +370,15 @@ impl SessionTree {
             .collect()
     }
 
-    /// Index of the default leaf: the last entry in file order.
+    /// Index of the default leaf: the last entry in file order, except
+    /// where pi_agent_rust's header names it (`leafId`, when that entry
+    /// exists; `""` is "before the first entry": no leaf).
     pub fn leaf(&self) -> Option<usize> {
-        self.nodes.len().checked_sub(1)
+        match self.header.get("leafId").and_then(Value::as_str) {
+            Some("") => None,
+            Some(id) if self.by_id.contains_key(id) => self.by_id.get(id).copied(),
+            _ => self.nodes.len().checked_sub(1),
+        }
     }
 
     /// Finds an entry by id or unique id prefix.

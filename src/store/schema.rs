@@ -29,6 +29,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0015_any_sqlite.sql"),
     include_str!("../../migrations/0016_machines.sql"),
     include_str!("../../migrations/0017_lean.sql"),
+    // 0018 is another branch's; when both are merged it comes first.
+    include_str!("../../migrations/0019_agents.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

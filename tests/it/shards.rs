@@ -237,6 +237,13 @@ fn undo(migration: usize) -> String {
     let tree = include_str!("../../migrations/0003_tree.sql");
     let shared = include_str!("../../migrations/0011_shared_texts.sql");
     match migration {
+        // Agents (0019_agents.sql, this index's last migration).
+        n if n == piidx::store::SCHEMA_VERSION as usize => "DROP INDEX sessions_agent;
+               ALTER TABLE sessions DROP COLUMN agent;
+               ALTER TABLE sessions DROP COLUMN title_slot;
+               ALTER TABLE sessions DROP COLUMN short_summary;
+               ALTER TABLE message_meta DROP COLUMN attribution;"
+            .to_owned(),
         // Deflated shared texts and the views over them (back to 0011's,
         // 0003's and 0001's).
         17 => format!(

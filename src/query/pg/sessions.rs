@@ -58,6 +58,8 @@ pub fn list(
                         .get::<_, Option<String>>(8)
                         .unwrap_or_else(|| "(no messages)".to_owned()),
                     listed_by_pi: row.get::<_, Option<i64>>(9) == Some(1),
+                    // The team store does not record agents yet.
+                    agent: crate::normalize::agent::PI.to_owned(),
                 },
             )
         })
