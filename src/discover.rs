@@ -2,9 +2,12 @@
 //!
 //! Pi lists `<root>/*/*.jsonl`; piidx walks deeper too, because pi-subagents
 //! keeps child sessions at `<root>/<cwd>/<session>/<run>/run-N/*.jsonl` and a
-//! custom session dir holds sessions flat in the root. `subagent-artifacts/`
-//! and the Rust port's `*.v2/` sidecars are never sessions and are not
-//! entered. Whether a file really is a session is decided later, from its
+//! custom session dir holds sessions flat in the root, and oh-my-pi keeps
+//! subagent transcripts at `<root>/<cwd>/<session>/<id>.jsonl`.
+//! `subagent-artifacts/` and the Rust port's `*.v2/` sidecars and
+//! `<file>.jsonl.blobs/` attachment stores are never sessions and are not
+//! entered; only `*.jsonl` files are read (so not the port's `.lock` files,
+//! omp's `<file>.jsonl.<id>.bak` backups, nor `session-index.sqlite`). Whether a file really is a session is decided later, from its
 //! first JSON object, not from its name or place.
 
 use std::path::{Path, PathBuf};
@@ -47,6 +50,7 @@ impl Discovery {
 fn is_excluded_dir(name: &str) -> bool {
     name == "subagent-artifacts"
         || name.ends_with(".v2")
+        || name.ends_with(".jsonl.blobs")
         || name == "node_modules"
         || name == ".git"
 }

@@ -6,6 +6,7 @@
 //! `sessions`, `show` and `usage` as each agent reads its files.
 
 use std::fs;
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -453,4 +454,111 @@ fn a_mixed_tree_keeps_each_agent_apart() {
         "an unknown agent is a usage error"
     );
     assert!(String::from_utf8_lossy(&bad.stderr).contains("pi, omp or pi_agent_rust"));
+}
+
+/// `sync` with no `--root` finds oh-my-pi's and the port's own places, and
+/// `roots` says whose each one is; files that are not sessions are not read.
+#[test]
+fn default_roots_of_every_agent_are_synced_and_named() {
+    let env = Env::new();
+    let home = env.dir.path();
+    let omp_file = fs::read_dir(fixtures().join("omp/sessions/-tmp-pi-fixture-omp-home-proj-beta"))
+        .expect("omp fixtures")
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .expect("an omp session");
+    let place = |dir: &Path, name: &str| {
+        fs::create_dir_all(dir).expect("mkdir");
+        fs::copy(&omp_file, dir.join(name)).expect("copy");
+    };
+    place(&home.join(".omp/agent/sessions/-proj"), "a.jsonl");
+    place(
+        &home.join(".omp/profiles/work/agent/sessions/-proj"),
+        "b.jsonl",
+    );
+    place(&home.join("xdg/omp/sessions/-proj"), "c.jsonl");
+    // A session omp wrote outside its root, named by a marker file.
+    let custom = home.join("elsewhere");
+    place(&custom, "d.jsonl");
+    fs::create_dir_all(home.join(".omp/agent/custom-session-files")).expect("mkdir");
+    fs::write(
+        home.join(".omp/agent/custom-session-files/0123abcd"),
+        custom.join("d.jsonl").to_string_lossy().as_bytes(),
+    )
+    .expect("marker");
+    // The port's own root, with what it keeps beside its sessions.
+    let port = home.join("port-sessions");
+    copy_tree(&fixtures().join("pi_agent_rust"), &port);
+    fs::write(port.join("session-index.sqlite"), b"not a session").expect("index");
+    let demo = port.join("--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl");
+    let mut lock = demo.clone().into_os_string();
+    lock.push(".lock");
+    fs::write(&lock, b"").expect("lock");
+    let mut bak = demo.clone().into_os_string();
+    bak.push(".1234.bak");
+    fs::copy(&demo, &bak).expect("bak");
+    fs::create_dir_all(
+        port.join("--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.v2/index"),
+    )
+    .expect("v2");
+    fs::write(
+        port.join(
+            "--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.v2/index/offsets.jsonl",
+        ),
+        b"{\"offset\":0}\n",
+    )
+    .expect("offsets");
+
+    let out = env
+        .command(&["sync", "--json"])
+        .env("XDG_DATA_HOME", home.join("xdg"))
+        .env("PI_SESSIONS_DIR", &port)
+        .env_remove("PI_CODING_AGENT_DIR")
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .env_remove("PI_CONFIG_DIR")
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .expect("sync");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["files_indexed"], 7, "{report}");
+    let roots = json(&env, &["roots", "--json"]);
+    let origin_of = |path: &Path| -> (String, Vec<String>) {
+        let path = path.to_string_lossy();
+        let root = roots
+            .as_array()
+            .and_then(|all| all.iter().find(|r| r["path"] == path.as_ref()))
+            .unwrap_or_else(|| panic!("{path} is not a root: {roots}"));
+        let agents = root["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        (root["origin"].as_str().unwrap_or("").to_owned(), agents)
+    };
+    let omp = vec!["omp".to_owned()];
+    assert_eq!(
+        origin_of(&home.join(".omp/agent/sessions")),
+        ("omp".into(), omp.clone())
+    );
+    assert_eq!(
+        origin_of(&home.join(".omp/profiles/work/agent/sessions")),
+        ("omp_profile".into(), omp.clone())
+    );
+    assert_eq!(
+        origin_of(&home.join("xdg/omp/sessions")),
+        ("omp_xdg".into(), omp.clone())
+    );
+    assert_eq!(origin_of(&custom), ("omp_custom".into(), omp));
+    assert_eq!(
+        origin_of(&port),
+        ("port_env".into(), vec!["pi_agent_rust".to_owned()])
+    );
 }
