@@ -7,7 +7,9 @@
 //! Numbers are kept as written, so a line Pi wrote (`JSON.stringify`) comes
 //! back byte for byte; any other line comes back JSON-equal.
 //! Lines Pi could not parse, duplicate header lines and glued objects are
-//! not entries of the session and are not written.
+//! not entries of the session and are not written. An oh-my-pi session
+//! starts with its title slot as it is now (omp's own format: the slot, then
+//! the header).
 
 use std::io::Write;
 
@@ -52,10 +54,10 @@ pub fn export_in(
     out: &mut dyn Write,
 ) -> Result<u64, ExportError> {
     let conn = store.connection();
-    let mut header: String = conn.query_row(
-        "SELECT header_raw FROM sessions WHERE file_id = ?1",
+    let (mut header, title_slot): (String, Option<String>) = conn.query_row(
+        "SELECT header_raw, title_slot FROM sessions WHERE file_id = ?1",
         [session.file_id],
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
     if let Some(cwd) = cwd {
         let mut value: Value =
@@ -67,6 +69,10 @@ pub fn export_in(
             object.insert("cwd".to_owned(), Value::from(cwd));
         }
         header = value.to_string();
+    }
+    if let Some(slot) = title_slot {
+        out.write_all(slot.as_bytes())?;
+        out.write_all(b"\n")?;
     }
     out.write_all(header.as_bytes())?;
     out.write_all(b"\n")?;

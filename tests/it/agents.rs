@@ -562,3 +562,26 @@ fn default_roots_of_every_agent_are_synced_and_named() {
         ("port_env".into(), vec!["pi_agent_rust".to_owned()])
     );
 }
+
+/// `export` writes each agent's own format back: omp's title slot (as it is
+/// now) before the header, the port's id-less entries and `$piBlob`
+/// references as written; byte for byte for these files.
+#[test]
+fn export_gives_each_agents_file_back() {
+    for env in [omp_env(), port_env()] {
+        env.sync();
+        for file in crate::util::jsonl_files(&env.root) {
+            let path = file.to_string_lossy().into_owned();
+            let out = env.run(&["export", &path]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stdout == fs::read(&file).expect("read"),
+                "{path}: export differs from the file"
+            );
+        }
+    }
+}
