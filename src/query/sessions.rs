@@ -43,6 +43,34 @@ pub struct SessionInfo {
     pub agent: String,
 }
 
+/// The coding agent that wrote the session file `file_id` (`pi` when the
+/// index does not say).
+pub fn agent_of(store: &Index, file_id: i64) -> rusqlite::Result<String> {
+    store
+        .connection()
+        .query_row(
+            "SELECT agent FROM sessions WHERE file_id = ?1",
+            [file_id],
+            |row| row.get::<_, String>(0),
+        )
+        .or_else(|err| match err {
+            rusqlite::Error::QueryReturnedNoRows => Ok(crate::normalize::agent::PI.to_owned()),
+            err => Err(err),
+        })
+}
+
+/// The program that resumes a session of `agent`, with the same flags as
+/// Pi's (`--session <file>`, `--fork <file>`): `omp` for oh-my-pi (its
+/// `cli/flag-tables.ts`), `pi` for Pi and pi_agent_rust (whose binary is
+/// `pi` too).
+pub fn program_of(agent: &str) -> &'static str {
+    if agent == crate::normalize::agent::OMP {
+        "omp"
+    } else {
+        "pi"
+    }
+}
+
 /// The header's `cwd` as Pi reads it (a string, else none), of the session
 /// file `file_id`.
 pub fn header_cwd(store: &Index, file_id: i64) -> rusqlite::Result<Option<String>> {

@@ -445,9 +445,14 @@ pub fn session(
         mode: Mode::Resume,
         rebuilt: false,
         missing_cwd: None,
+        program: "pi",
     };
+    // oh-my-pi's sessions resume in `omp`.
     let command = if std::path::Path::new(&tree.session.path).is_file() {
-        plan.shell_line("pi")
+        plan.shell_line(session_query::program_of(&session_query::agent_of(
+            index,
+            tree.session.file_id,
+        )?))
     } else {
         format!("piidx resume {session_id}")
     };

@@ -585,3 +585,31 @@ fn export_gives_each_agents_file_back() {
         }
     }
 }
+
+/// `resume` runs the agent's own program with its flags: `omp --session`
+/// for oh-my-pi, `pi --session` for the port (its binary is `pi` too).
+#[test]
+fn resume_runs_each_agents_program() {
+    let omp = omp_env();
+    omp.sync();
+    let out = omp.run(&["resume", "01a1f867", "--print"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.contains(" omp --session "), "{line}");
+    let fork = omp.run(&["resume", "01a1f867", "--print", "--fork"]);
+    assert!(String::from_utf8_lossy(&fork.stdout).contains(" omp --fork "));
+    let port = port_env();
+    port.sync();
+    let out = port.run(&["resume", "a1b2c3d4", "--print"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.contains(" pi --session "), "{line}");
+}
