@@ -193,6 +193,39 @@ pub fn image_placeholder(mime: Option<&str>, bytes: i64) -> String {
     format!("[image {} {size}]", mime.unwrap_or("?"))
 }
 
+/// What an image kept outside the session file is shown as: oh-my-pi's
+/// `blob:sha256:<hex>` (bytes in `~/.omp/agent/blobs/`) and pi_agent_rust's
+/// `{"$piBlob":"sha256:<hex>","sizeBytes":N}` (bytes in
+/// `<file>.jsonl.blobs/`). `None` for an image whose payload is inline.
+pub fn external_image_placeholder(block: &Value) -> Option<String> {
+    let mime = block.get("mimeType").and_then(Value::as_str);
+    match block.get("data")? {
+        Value::String(data) => {
+            let hex = data.strip_prefix("blob:sha256:")?;
+            Some(format!(
+                "[image {} in omp's blob store, sha256 {}…]",
+                mime.unwrap_or("?"),
+                hex.get(..12).unwrap_or(hex)
+            ))
+        }
+        Value::Object(reference) => {
+            let digest = reference.get("$piBlob").and_then(Value::as_str)?;
+            let bytes = reference
+                .get("sizeBytes")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let placeholder = image_placeholder(mime, bytes);
+            let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+            Some(format!(
+                "{} in the session's .blobs/, sha256 {}…]",
+                placeholder.trim_end_matches(']'),
+                hex.get(..12).unwrap_or(hex)
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// The loaded tree of one session file.
 #[derive(Debug)]
 pub struct SessionTree {
