@@ -69,6 +69,9 @@ pub fn ingest(
         path: target.path.clone(),
         source,
     };
+    if is_port_sqlite(&target.path) {
+        return ingest_port_sqlite(target, options, emit);
+    }
     let file = File::open(&target.path).map_err(wrap)?;
     let mut cursor = match start {
         Start::Scratch => None,
@@ -137,6 +140,66 @@ pub fn ingest(
         FileStatus::Pending
     };
     let batch = state.finish_batch(&file, Some(status)).map_err(wrap)?;
+    emit(batch);
+    Ok(())
+}
+
+/// A pi_agent_rust SQLite session file (`*.sqlite`, not its session index).
+pub fn is_port_sqlite(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "sqlite")
+        && path
+            .file_name()
+            .is_some_and(|name| name != crate::store::port_sqlite::SESSION_INDEX)
+}
+
+/// A pi_agent_rust SQLite session, read whole (the port rewrites it whole
+/// on every save) as the lines of its JSONL equivalent: offsets and line
+/// numbers are those lines', and no fingerprint is kept (any change of the
+/// file's stat reads it again from scratch).
+fn ingest_port_sqlite(
+    target: &Target,
+    options: IngestOptions,
+    emit: &mut dyn FnMut(Batch) -> bool,
+) -> Result<(), IngestError> {
+    let lines = match crate::store::port_sqlite::read_port_session(&target.path) {
+        Ok(lines) => lines,
+        Err(err) => {
+            let mut batch = new_batch(target, true);
+            batch.status = FileStatus::Skipped(crate::error_chain(&err));
+            batch.last = true;
+            emit(batch);
+            return Ok(());
+        }
+    };
+    let mut state = FileRun {
+        target,
+        options,
+        cursor: Cursor::default(),
+        batch: new_batch(target, true),
+        title_slot: None,
+    };
+    let mut offset = 0u64;
+    for line in &lines {
+        // The port's JSON has no newlines in it (serde_json::to_string).
+        let bytes = line.as_bytes();
+        if let Step::Skip(reason) = state.take_line(offset, bytes, true) {
+            emit(state.skip_batch(reason));
+            return Ok(());
+        }
+        offset += bytes.len() as u64 + 1;
+        if state.batch_bytes() >= crate::fault::batch_bytes(BATCH_BYTES) {
+            let batch = state.finish_virtual_batch(None);
+            if !emit(batch) {
+                return Ok(());
+            }
+        }
+    }
+    let status = if state.cursor.session.is_some() {
+        FileStatus::Indexed
+    } else {
+        FileStatus::Skipped("an empty pi_agent_rust session database (no header)".into())
+    };
+    let batch = state.finish_virtual_batch(Some(status));
     emit(batch);
     Ok(())
 }
@@ -220,6 +283,17 @@ impl FileRun<'_> {
             batch.last = true;
         }
         Ok(batch)
+    }
+
+    /// `finish_batch` for a file read as virtual lines (no fingerprint).
+    fn finish_virtual_batch(&mut self, status: Option<FileStatus>) -> Batch {
+        let mut batch = std::mem::replace(&mut self.batch, new_batch(self.target, false));
+        batch.cursor = self.cursor.clone();
+        if let Some(status) = status {
+            batch.status = status;
+            batch.last = true;
+        }
+        batch
     }
 
     fn skip_batch(&mut self, reason: String) -> Batch {
@@ -353,6 +427,9 @@ impl FileRun<'_> {
         use normalize::agent;
         if self.title_slot.is_some() {
             return agent::OMP;
+        }
+        if is_port_sqlite(&self.target.path) {
+            return agent::PI_AGENT_RUST;
         }
         let port_name = self
             .target

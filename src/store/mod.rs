@@ -14,6 +14,7 @@ mod functions;
 mod machine;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod port_sqlite;
 mod push_source;
 pub mod rank;
 mod redaction;

@@ -285,6 +285,16 @@ const PORT_WORDS: &[(&str, &str, &str)] = &[
     ("compacted", "sess-123", "compaction summary (id-less)"),
     ("\"branch summary\"", "sess-123", "branch_summary (id-less)"),
     ("\"demo session\"", "sess-123", "session_info (id-less)"),
+    (
+        "dugongwell",
+        "5a5a5a5a",
+        "user and assistant text in a SQLite session",
+    ),
+    (
+        "\"SQLite store demo\"",
+        "5a5a5a5a",
+        "session_info in a SQLite session",
+    ),
 ];
 
 fn found_in_own_session(env: &Env, words: &[(&str, &str, &str)]) {
@@ -317,10 +327,11 @@ fn port_tree_syncs_with_no_file_skipped_and_every_word_found() {
     let env = port_env();
     let report = env.sync();
     assert_eq!(report["files_skipped"], 0, "{report}");
-    assert_eq!(report["files_indexed"], 3, "{report}");
+    // Three JSONL files and a SQLite session database.
+    assert_eq!(report["files_indexed"], 4, "{report}");
     assert_eq!(
         env.count("SELECT count(*) FROM sessions WHERE agent = 'pi_agent_rust'"),
-        3
+        4
     );
     found_in_own_session(&env, PORT_WORDS);
     // `$piBlob` references are not text.
@@ -409,7 +420,7 @@ fn a_mixed_tree_keeps_each_agent_apart() {
     };
     let pi_files = crate::util::jsonl_files(&fixtures().join("sessions")).len();
     assert_eq!(count("omp"), 6);
-    assert_eq!(count("pi_agent_rust"), 3);
+    assert_eq!(count("pi_agent_rust"), 4);
     assert_eq!(count("pi"), pi_files);
     let all = json(&env, &["sessions", "--all", "--json"]);
     assert!(
@@ -441,7 +452,10 @@ fn a_mixed_tree_keeps_each_agent_apart() {
     assert!(
         usage.as_array().expect("rows").iter().all(|row| {
             let key = row["key"].as_str().unwrap_or("");
-            key.starts_with("a1b2c3d4") || key.starts_with("0f0f0f0f") || key == "sess-123"
+            key.starts_with("a1b2c3d4")
+                || key.starts_with("0f0f0f0f")
+                || key.starts_with("5a5a5a5a")
+                || key == "sess-123"
         }),
         "{usage}"
     );
@@ -527,7 +541,7 @@ fn default_roots_of_every_agent_are_synced_and_named() {
     );
     let report: Value = serde_json::from_slice(&out.stdout).expect("report");
     assert_eq!(report["files_skipped"], 0, "{report}");
-    assert_eq!(report["files_indexed"], 7, "{report}");
+    assert_eq!(report["files_indexed"], 8, "{report}");
     let roots = json(&env, &["roots", "--json"]);
     let origin_of = |path: &Path| -> (String, Vec<String>) {
         let path = path.to_string_lossy();
@@ -612,4 +626,47 @@ fn resume_runs_each_agents_program() {
     );
     let line = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(line.contains(" pi --session "), "{line}");
+}
+
+/// The port's SQLite session files are read read-only; a save (the port
+/// replaces the whole content) is read again, and the index ends as a fresh
+/// sync of the same tree.
+#[test]
+fn port_sqlite_sessions_are_read_again_when_saved() {
+    let env = port_env();
+    env.sync();
+    let db = env
+        .root
+        .join("--home-u-work-rsdemo--/2026-11-21T10-00-00.000Z_5a5a5a5a.sqlite");
+    let before = fs::read(&db).expect("read");
+    {
+        let conn = rusqlite::Connection::open(&db).expect("open");
+        conn.execute(
+            "INSERT INTO pi_session_entries (seq, json) VALUES (4, ?1)",
+            [r#"{"type":"message","id":"s0000004","parentId":"s0000003","timestamp":"2026-11-21T10:00:04.000Z","message":{"role":"user","content":"one more: manateequay","timestamp":1795255204000}}"#],
+        )
+        .expect("save");
+    }
+    let after = fs::metadata(&db).expect("stat");
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(30);
+    fs::File::options()
+        .write(true)
+        .open(&db)
+        .and_then(|file| file.set_modified(when))
+        .expect("mtime");
+    assert!(after.len() >= before.len() as u64);
+    env.sync();
+    let hits = json(
+        &env,
+        &["search", "manateequay", "--session", "5a5a5a5a", "--json"],
+    );
+    assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+    let fresh = Env::new();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(out.status.success());
+    assert_eq!(
+        crate::util::canonical_dump(&env.db),
+        crate::util::canonical_dump(&fresh.db)
+    );
 }
