@@ -316,6 +316,8 @@ fn every_planted_omp_word_is_found_in_its_own_session() {
     let env = omp_env();
     env.sync();
     found_in_own_session(&env, OMP_WORDS);
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
     // A blob reference is no image payload and no text.
     assert_eq!(env.count("SELECT count(*) FROM images"), 0);
     let hits = json(&env, &["search", "73f66894d05ef479", "--json"]);
@@ -334,6 +336,9 @@ fn port_tree_syncs_with_no_file_skipped_and_every_word_found() {
         4
     );
     found_in_own_session(&env, PORT_WORDS);
+    // doctor's re-read agrees with what sync stored (the SQLite file included).
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
     // `$piBlob` references are not text.
     let hits = json(&env, &["search", "d14a6fe09e3f9b0f", "--json"]);
     assert_eq!(hits.as_array().map(Vec::len), Some(0), "{hits}");
