@@ -106,6 +106,9 @@ pub struct ScopeArgs {
     /// Only this session (id, id prefix, or file path)
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Only sessions this coding agent wrote: pi, omp (oh-my-pi) or pi_agent_rust
+    #[arg(long = "agent", id = "coding_agent", value_name = "AGENT")]
+    pub agent: Option<String>,
     /// From DATE on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,

@@ -2,9 +2,13 @@
 //!
 //! Pi lists `<root>/*/*.jsonl`; piidx walks deeper too, because pi-subagents
 //! keeps child sessions at `<root>/<cwd>/<session>/<run>/run-N/*.jsonl` and a
-//! custom session dir holds sessions flat in the root. `subagent-artifacts/`
-//! and the Rust port's `*.v2/` sidecars are never sessions and are not
-//! entered. Whether a file really is a session is decided later, from its
+//! custom session dir holds sessions flat in the root, and oh-my-pi keeps
+//! subagent transcripts at `<root>/<cwd>/<session>/<id>.jsonl`.
+//! `subagent-artifacts/` and the Rust port's `*.v2/` sidecars and
+//! `<file>.jsonl.blobs/` attachment stores are never sessions and are not
+//! entered; only `*.jsonl` files and the port's `*.sqlite` session databases
+//! are read (so not the port's `.lock` files and `session-index.sqlite`, nor
+//! omp's `<file>.jsonl.<id>.bak` backups). Whether a file really is a session is decided later, from its
 //! first JSON object, not from its name or place.
 
 use std::path::{Path, PathBuf};
@@ -47,8 +51,16 @@ impl Discovery {
 fn is_excluded_dir(name: &str) -> bool {
     name == "subagent-artifacts"
         || name.ends_with(".v2")
+        || name.ends_with(".jsonl.blobs")
         || name == "node_modules"
         || name == ".git"
+}
+
+/// A file name sessions have: `*.jsonl`, or pi_agent_rust's `*.sqlite`
+/// session databases (not its `session-index.sqlite`).
+fn is_session_name(name: &str) -> bool {
+    name.ends_with(".jsonl")
+        || (name.ends_with(".sqlite") && name != crate::store::port_sqlite::SESSION_INDEX)
 }
 
 /// Walks every root. Roots must exist (checked by the caller).
@@ -93,7 +105,7 @@ fn walk_root(root_spec: &Root, found: &mut Discovery) {
                 continue;
             }
         };
-        if !entry.file_name().to_string_lossy().ends_with(".jsonl") {
+        if !is_session_name(&entry.file_name().to_string_lossy()) {
             continue;
         }
         let path = entry.path().to_owned();

@@ -520,8 +520,16 @@ fn recount(store: &Writer, state: &FileState, options: &IngestOptions) -> Result
         .metadata()
         .map(|m| (m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
         .unwrap_or((0, 0));
+    // pi_agent_rust's SQLite sessions have no byte prefix to compare: their
+    // stat says whether they changed, and the re-read below their rows.
+    let sqlite = ingest::is_port_sqlite(&state.path);
     let prefix = Fingerprint::of_prefix(&file, stop.min(size));
-    if size < stop || prefix.ok() != Some(state.fingerprint) {
+    let rewritten = if sqlite {
+        !same_stat(state, size, mtime_ns)
+    } else {
+        size < stop || prefix.ok() != Some(state.fingerprint)
+    };
+    if rewritten {
         // A sync that finds the stat it recorded does not look again.
         let who = if same_stat(state, size, mtime_ns) {
             "`piidx doctor --fix`"

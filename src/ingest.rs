@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use crate::normalize::{self, EntryContext};
 use crate::parse::{self, ParsedLine};
 pub use crate::pipeline::{Batch, Cursor, ExactLine, FileStatus, LineError, SessionFacts, Target};
-use crate::read::{Fingerprint, Line, LineReader};
+use crate::read::{Fingerprint, Line, LineReader, read_title_slot};
 
 /// Bump when extraction changes: files indexed by an older parser are
 /// re-indexed automatically on the next sync. 2: an `id` or `parentId` of
@@ -24,7 +24,9 @@ use crate::read::{Fingerprint, Line, LineReader};
 /// 6: large strings of tool results are shared texts too, stored deflated.
 /// 7: lone surrogate escapes read (as U+FFFD), lines export cannot rebuild
 /// kept in `exact_lines`, chunks cut at token boundaries, `model_change`
-/// model ids searchable, event streams indexed as Pi lists them.
+/// model ids searchable, event streams indexed as Pi lists them; oh-my-pi
+/// and pi_agent_rust: the agent of each session, omp's title slot,
+/// `model_change.model`, `model_usage`, omp's and the port's roles.
 pub const PARSER_VERSION: i64 = 7;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
@@ -70,6 +72,9 @@ pub fn ingest(
         path: target.path.clone(),
         source,
     };
+    if is_port_sqlite(&target.path) {
+        return ingest_port_sqlite(target, options, emit);
+    }
     let file = File::open(&target.path).map_err(wrap)?;
     let mut cursor = match start {
         Start::Scratch => None,
@@ -79,12 +84,27 @@ pub fn ingest(
     };
     let reset = cursor.is_none();
     let max_line_bytes = options.max_line_bytes;
+    // A resumed file's title slot is read again: omp rewrites it in place,
+    // which the fingerprint leaves out (see `Fingerprint`).
+    let title_slot = match &cursor {
+        Some(cursor) => read_title_slot(&file, cursor.offset)
+            .map_err(wrap)?
+            .and_then(|bytes| match parse::parse_line(&bytes) {
+                ParsedLine::Objects { objects, .. } => {
+                    objects.first().and_then(normalize::title_slot)
+                }
+                _ => None,
+            }),
+        None => None,
+    };
     let mut state = FileRun {
         target,
         options,
         cursor: cursor.take().unwrap_or_default(),
         batch: new_batch(target, reset),
+        title_slot,
     };
+    state.batch.title_slot = state.title_slot.clone();
     let reader_file = file.try_clone().map_err(wrap)?;
     let mut reader =
         LineReader::new(reader_file, state.cursor.offset, max_line_bytes).map_err(wrap)?;
@@ -127,6 +147,66 @@ pub fn ingest(
     Ok(())
 }
 
+/// A pi_agent_rust SQLite session file (`*.sqlite`, not its session index).
+pub fn is_port_sqlite(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "sqlite")
+        && path
+            .file_name()
+            .is_some_and(|name| name != crate::store::port_sqlite::SESSION_INDEX)
+}
+
+/// A pi_agent_rust SQLite session, read whole (the port rewrites it whole
+/// on every save) as the lines of its JSONL equivalent: offsets and line
+/// numbers are those lines', and no fingerprint is kept (any change of the
+/// file's stat reads it again from scratch).
+fn ingest_port_sqlite(
+    target: &Target,
+    options: IngestOptions,
+    emit: &mut dyn FnMut(Batch) -> bool,
+) -> Result<(), IngestError> {
+    let lines = match crate::store::port_sqlite::read_port_session(&target.path) {
+        Ok(lines) => lines,
+        Err(err) => {
+            let mut batch = new_batch(target, true);
+            batch.status = FileStatus::Skipped(crate::error_chain(&err));
+            batch.last = true;
+            emit(batch);
+            return Ok(());
+        }
+    };
+    let mut state = FileRun {
+        target,
+        options,
+        cursor: Cursor::default(),
+        batch: new_batch(target, true),
+        title_slot: None,
+    };
+    let mut offset = 0u64;
+    for line in &lines {
+        // The port's JSON has no newlines in it (serde_json::to_string).
+        let bytes = line.as_bytes();
+        if let Step::Skip(reason) = state.take_line(offset, bytes, true) {
+            emit(state.skip_batch(reason));
+            return Ok(());
+        }
+        offset += bytes.len() as u64 + 1;
+        if state.batch_bytes() >= crate::fault::batch_bytes(BATCH_BYTES) {
+            let batch = state.finish_virtual_batch(None);
+            if !emit(batch) {
+                return Ok(());
+            }
+        }
+    }
+    let status = if state.cursor.session.is_some() {
+        FileStatus::Indexed
+    } else {
+        FileStatus::Skipped("an empty pi_agent_rust session database (no header)".into())
+    };
+    let batch = state.finish_virtual_batch(Some(status));
+    emit(batch);
+    Ok(())
+}
+
 /// Decides whether a stored cursor still describes the file's prefix.
 fn resume_point(
     file: &File,
@@ -164,6 +244,8 @@ struct FileRun<'a> {
     options: IngestOptions,
     cursor: Cursor,
     batch: Batch,
+    /// The file's title slot (omp), carried by every batch.
+    title_slot: Option<normalize::TitleSlot>,
 }
 
 fn new_batch(target: &Target, reset: bool) -> Batch {
@@ -171,6 +253,7 @@ fn new_batch(target: &Target, reset: bool) -> Batch {
         target: target.clone(),
         reset,
         header: None,
+        title_slot: None,
         entries: Vec::new(),
         errors: Vec::new(),
         exact_lines: Vec::new(),
@@ -194,7 +277,9 @@ impl FileRun<'_> {
     /// Hands out the current batch, stamped with the cursor after it, and
     /// starts the next one.
     fn finish_batch(&mut self, file: &File, status: Option<FileStatus>) -> io::Result<Batch> {
-        let mut batch = std::mem::replace(&mut self.batch, new_batch(self.target, false));
+        let mut next = new_batch(self.target, false);
+        next.title_slot = self.title_slot.clone();
+        let mut batch = std::mem::replace(&mut self.batch, next);
         batch.cursor = self.cursor.clone();
         batch.fingerprint = Fingerprint::of_prefix(file, self.cursor.offset)?;
         if let Some(status) = status {
@@ -202,6 +287,17 @@ impl FileRun<'_> {
             batch.last = true;
         }
         Ok(batch)
+    }
+
+    /// `finish_batch` for a file read as virtual lines (no fingerprint).
+    fn finish_virtual_batch(&mut self, status: Option<FileStatus>) -> Batch {
+        let mut batch = std::mem::replace(&mut self.batch, new_batch(self.target, false));
+        batch.cursor = self.cursor.clone();
+        if let Some(status) = status {
+            batch.status = status;
+            batch.last = true;
+        }
+        batch
     }
 
     fn skip_batch(&mut self, reason: String) -> Batch {
@@ -305,8 +401,18 @@ impl FileRun<'_> {
         error: &dyn Fn(String) -> LineError,
     ) -> Option<Step> {
         let Some(session) = &self.cursor.session else {
+            // oh-my-pi's title slot: the first line, before the header.
+            if ctx.line_no == 1
+                && ctx.obj_in_line == 0
+                && let Some(slot) = normalize::title_slot(&object)
+            {
+                self.title_slot = Some(slot.clone());
+                self.batch().title_slot = Some(slot);
+                return None;
+            }
             return match normalize::header(&object) {
-                Some(header) => {
+                Some(mut header) => {
+                    header.agent = self.agent_of(header.agent);
                     self.cursor.session = Some(SessionFacts {
                         session_id: header.session_id.clone(),
                         legacy_v1: header.version < 2,
@@ -330,6 +436,29 @@ impl FileRun<'_> {
         self.cursor.entry_count += 1;
         self.batch().entries.push(entry);
         None
+    }
+
+    /// The agent of the file, from its header's own guess (`header_agent`)
+    /// and what surrounds the header: a title slot only omp writes, a file
+    /// name only the port gives.
+    fn agent_of(&self, header_agent: &'static str) -> &'static str {
+        use normalize::agent;
+        if self.title_slot.is_some() {
+            return agent::OMP;
+        }
+        if is_port_sqlite(&self.target.path) {
+            return agent::PI_AGENT_RUST;
+        }
+        let port_name = self
+            .target
+            .path
+            .file_name()
+            .is_some_and(|name| normalize::is_port_file_name(&name.to_string_lossy()));
+        if header_agent == agent::PI && port_name {
+            agent::PI_AGENT_RUST
+        } else {
+            header_agent
+        }
     }
 
     fn consume(&mut self, offset: u64, len: u64, terminated: bool) {

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::normalize::{Entry, Header};
+use crate::normalize::{Entry, Header, TitleSlot};
 use crate::read::Fingerprint;
 
 /// Where the indexed part of a file ends and what is known about it.
@@ -114,6 +114,9 @@ pub struct Batch {
     /// Replace every row the file had before this batch.
     pub reset: bool,
     pub header: Option<Header>,
+    /// An oh-my-pi title slot, as it is now: in every batch of a file that
+    /// has one (a resumed file's is read again: omp rewrites it in place).
+    pub title_slot: Option<TitleSlot>,
     pub entries: Vec<Entry>,
     pub errors: Vec<LineError>,
     /// The bytes of lines whose objects, written back out, are not the

@@ -161,6 +161,10 @@ impl LineReader {
 /// Fingerprints of a consumed prefix `[0, offset)`: a hash of its head and of
 /// its last bytes (the anchor). Together they catch in-place rewrites that
 /// keep the size growing, such as Pi's migration rewrite on open.
+///
+/// An oh-my-pi title slot (`title_slot_len`) is left out of both: omp
+/// rewrites it in place on every rename, and the slot alone is read again
+/// then (`ingest`), not the whole file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fingerprint {
     pub head_len: u64,
@@ -173,14 +177,42 @@ impl Fingerprint {
     pub fn of_prefix(file: &File, offset: u64) -> io::Result<Self> {
         let head_len = offset.min(FINGERPRINT_LEN);
         let head = read_at(file, 0, head_len)?;
-        let anchor_start = offset.saturating_sub(FINGERPRINT_LEN);
+        let slot = title_slot_len(&head);
+        let anchor_start = offset.saturating_sub(FINGERPRINT_LEN).max(slot);
         let anchor = read_at(file, anchor_start, offset - anchor_start)?;
         Ok(Self {
             head_len,
-            head_hash: xxh3_64(&head) as i64,
+            head_hash: xxh3_64(&head[slot as usize..]) as i64,
             anchor_hash: xxh3_64(&anchor) as i64,
         })
     }
+}
+
+/// How far an oh-my-pi title slot runs: `head` (a file's first bytes)
+/// starts with a complete line that is a `{"type":"title",…}` object (omp
+/// writes it first, 256 bytes with its `\n`, and rewrites it in place with
+/// the same size). 0 for every other file.
+pub fn title_slot_len(head: &[u8]) -> u64 {
+    const START: &[u8] = br#"{"type":"title""#;
+    if !head.starts_with(START) {
+        return 0;
+    }
+    match memchr::memchr(b'\n', head) {
+        Some(end) => end as u64 + 1,
+        None => 0,
+    }
+}
+
+/// The title slot's line (without its `\n`) when the file has one that
+/// ends within `[0, offset)`: read again on every resume, since omp
+/// rewrites it in place.
+pub fn read_title_slot(file: &File, offset: u64) -> io::Result<Option<Vec<u8>>> {
+    let head = read_at(file, 0, offset.min(FINGERPRINT_LEN))?;
+    let len = title_slot_len(&head);
+    if len == 0 {
+        return Ok(None);
+    }
+    Ok(Some(head[..len as usize - 1].to_vec()))
 }
 
 /// Positional read: leaves the file's cursor alone, so a `LineReader` on a

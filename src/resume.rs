@@ -8,6 +8,8 @@
 //! resume runs Pi in the session's cwd when it exists (else the current
 //! directory), and a fork in the current directory.
 //!
+//! oh-my-pi's sessions are resumed by `omp`, which takes the same flags.
+//!
 //! A file that is gone (deleted, or an index copied from another machine)
 //! is first written back with `export` where Pi would look for it: its old
 //! path when that directory still exists, else Pi's session directory for
@@ -60,6 +62,8 @@ pub struct Plan {
     /// The session's own cwd, when it does not exist here (Pi is started
     /// in the current directory instead; a rebuilt header names it).
     pub missing_cwd: Option<String>,
+    /// The agent's program: `pi`, or `omp` for oh-my-pi's sessions.
+    pub program: &'static str,
 }
 
 impl Plan {
@@ -108,6 +112,7 @@ pub fn prepare(
         (Mode::Resume, Some(cwd)) if cwd_exists => PathBuf::from(cwd),
         _ => current_dir.to_owned(),
     };
+    let program = sessions::program_of(&sessions::agent_of(index, session.file_id)?);
     let recorded = PathBuf::from(&session.path);
     if recorded.is_file() {
         return Ok(Plan {
@@ -116,6 +121,7 @@ pub fn prepare(
             mode,
             rebuilt: false,
             missing_cwd,
+            program,
         });
     }
     let file = rebuild_path(&recorded, &run_in)?;
@@ -127,6 +133,7 @@ pub fn prepare(
         mode,
         rebuilt: true,
         missing_cwd,
+        program,
     })
 }
 

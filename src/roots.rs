@@ -13,6 +13,18 @@
 //!
 //! Each root has a layout, which says which files Pi's `listAll()` lists:
 //! `<root>/*/*.jsonl` in the per-cwd layout, `<root>/*.jsonl` in a flat one.
+//!
+//! Pi's two other lines keep theirs elsewhere, and are synced too (`omp_roots`,
+//! `port_roots`): oh-my-pi (omp 18, `pi-utils/src/dirs.ts`,
+//! `session/session-paths.ts`) in `<agent dir>/sessions`, the agent dir being
+//! `$PI_CODING_AGENT_DIR`, else `~/<$PI_CONFIG_DIR or .omp>/agent`, a
+//! profile's `~/.omp/profiles/<name>/agent` (`$OMP_PROFILE`, else
+//! `$PI_PROFILE`; every profile there is synced), or, once `omp config
+//! init-xdg` made `$XDG_DATA_HOME/omp`, `$XDG_DATA_HOME/omp/sessions`; and a
+//! session file it wrote elsewhere (`--session-dir`) is named by a marker
+//! file in `custom-session-files/` (its content is the file's path: its
+//! directory is synced, flat). pi_agent_rust writes to Pi's own tree, or to
+//! `$PI_SESSIONS_DIR`. A root's origin says whose it is (`Root::agents`).
 
 use std::path::{Path, PathBuf};
 
@@ -61,8 +73,25 @@ pub struct Root {
     pub path: PathBuf,
     pub layout: Layout,
     /// Why it is synced: `user` (`--root`), `env`, `settings`,
-    /// `project_settings`, `default` (`<agent dir>/sessions`).
+    /// `project_settings`, `default` (`<agent dir>/sessions`); oh-my-pi's
+    /// `omp` (its agent dir's sessions), `omp_profile`, `omp_xdg`,
+    /// `omp_custom` (a `custom-session-files/` marker's directory);
+    /// pi_agent_rust's `port_env` (`$PI_SESSIONS_DIR`).
     pub origin: &'static str,
+}
+
+impl Root {
+    /// The agents whose sessions a root of this origin holds by default
+    /// (Pi's own tree is pi_agent_rust's default too).
+    pub fn agents(origin: &str) -> &'static [&'static str] {
+        match origin {
+            "omp" | "omp_profile" | "omp_xdg" | "omp_custom" => &["omp"],
+            "port_env" => &["pi_agent_rust"],
+            "default" => &["pi", "pi_agent_rust"],
+            "user" => &[],
+            _ => &["pi"],
+        }
+    }
 }
 
 /// The agent directory as Pi resolves it: `$PI_CODING_AGENT_DIR`, else
@@ -165,7 +194,100 @@ pub fn defaults(cwds: &[PathBuf]) -> Vec<Root> {
     if let Some(agent) = agent {
         add(agent.join("sessions"), Layout::PerCwd, "default");
     }
+    for (path, layout, origin) in port_roots().into_iter().chain(omp_roots()) {
+        add(path, layout, origin);
+    }
     roots
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .map(|value| expand_tilde(&value))
+}
+
+/// pi_agent_rust's own sessions root: `$PI_SESSIONS_DIR` (its
+/// `config.rs` `sessions_dir_from_env`), per cwd like Pi's.
+fn port_roots() -> Vec<(PathBuf, Layout, &'static str)> {
+    env_path("PI_SESSIONS_DIR")
+        .map(|dir| (dir, Layout::PerCwd, "port_env"))
+        .into_iter()
+        .collect()
+}
+
+/// oh-my-pi's session roots (see the module doc); those that do not exist
+/// are left out by the caller.
+fn omp_roots() -> Vec<(PathBuf, Layout, &'static str)> {
+    let mut roots = Vec::new();
+    let config_name = std::env::var("PI_CONFIG_DIR")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| ".omp".to_owned());
+    let mut agent_dirs = Vec::new();
+    if let Some(home) = home() {
+        let config = home.join(&config_name);
+        agent_dirs.push((config.join("agent"), "omp"));
+        if let Ok(profiles) = std::fs::read_dir(config.join("profiles")) {
+            let mut names: Vec<PathBuf> = profiles.flatten().map(|entry| entry.path()).collect();
+            names.sort();
+            agent_dirs.extend(
+                names
+                    .into_iter()
+                    .map(|dir| (dir.join("agent"), "omp_profile")),
+            );
+        }
+    }
+    let xdg = |name: &str| env_path(name).map(|dir| dir.join("omp"));
+    if let Some(data) = xdg("XDG_DATA_HOME").filter(|dir| dir.is_dir()) {
+        roots.push((data.join("sessions"), Layout::PerCwd, "omp_xdg"));
+        if let Ok(profiles) = std::fs::read_dir(data.join("profiles")) {
+            let mut names: Vec<PathBuf> = profiles.flatten().map(|entry| entry.path()).collect();
+            names.sort();
+            roots.extend(
+                names
+                    .into_iter()
+                    .map(|dir| (dir.join("sessions"), Layout::PerCwd, "omp_xdg")),
+            );
+        }
+    }
+    let mut marker_dirs: Vec<PathBuf> = agent_dirs
+        .iter()
+        .map(|(dir, _)| dir.join("custom-session-files"))
+        .collect();
+    marker_dirs.extend(xdg("XDG_STATE_HOME").map(|dir| dir.join("custom-session-files")));
+    if let Some(agent) = env_path("PI_CODING_AGENT_DIR") {
+        marker_dirs.push(agent.join("custom-session-files"));
+    }
+    for (dir, origin) in &agent_dirs {
+        roots.push((dir.join("sessions"), Layout::PerCwd, *origin));
+    }
+    for markers in marker_dirs {
+        roots.extend(
+            custom_session_dirs(&markers)
+                .into_iter()
+                .map(|dir| (dir, Layout::Flat, "omp_custom")),
+        );
+    }
+    roots
+}
+
+/// The directories of the session files omp's `custom-session-files/`
+/// markers name (each marker's content is an absolute `.jsonl` path).
+fn custom_session_dirs(markers: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(markers) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+        .map(|text| PathBuf::from(text.trim()))
+        .filter(|file| file.is_absolute() && file.extension().is_some_and(|ext| ext == "jsonl"))
+        .filter_map(|file| file.parent().map(Path::to_path_buf))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// A root the user names: flat when it holds `*.jsonl` files itself (a
@@ -236,6 +358,11 @@ fn origin_name(origin: &str) -> &'static str {
         "settings" => "settings",
         "project_settings" => "project_settings",
         "default" => "default",
+        "omp" => "omp",
+        "omp_profile" => "omp_profile",
+        "omp_xdg" => "omp_xdg",
+        "omp_custom" => "omp_custom",
+        "port_env" => "port_env",
         _ => "user",
     }
 }

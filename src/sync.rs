@@ -463,6 +463,7 @@ fn last_batch(target: Target, status: FileStatus) -> Batch {
         target,
         reset: true,
         header: None,
+        title_slot: None,
         entries: Vec::new(),
         errors: Vec::new(),
         exact_lines: Vec::new(),

@@ -117,6 +117,7 @@ impl ScopeArgs {
                 .as_deref()
                 .map(|cwd| cwd.to_string_lossy().into_owned()),
             session: self.session.clone(),
+            agent: self.agent.clone(),
             since: self.since.clone(),
             until: self.until.clone(),
             tz: self.tz.clone(),
@@ -137,9 +138,16 @@ pub fn stdout() -> BufWriter<StdoutLock<'static>> {
     BufWriter::new(std::io::stdout().lock())
 }
 
-/// The team store `--pg` names, connected; `None` without `--pg`.
+/// The team store `--pg` names, connected; `None` without `--pg`. The team
+/// store does not record which agent wrote a session: `--agent` is refused
+/// with it rather than ignored.
 #[cfg(feature = "postgres")]
-pub fn team_store(args: &PgArgs) -> Result<Option<piidx::query::pg::Pg>> {
+pub fn team_store(args: &PgArgs, scope: &ScopeArgs) -> Result<Option<piidx::query::pg::Pg>> {
+    if args.pg.is_some() && scope.agent.is_some() {
+        return Err(anyhow!(
+            "--agent works on the local index only: the team store (--pg) does not record which agent wrote a session"
+        ));
+    }
     Ok(args
         .pg
         .as_deref()

@@ -19,9 +19,6 @@ use piidx::render::misc;
 use piidx::resume::{self, Mode, Plan};
 use piidx::store::Index;
 
-/// Pi's command.
-const PI: &str = "pi";
-
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id, unique id prefix, file path, or words to search for
@@ -107,18 +104,24 @@ pub fn launch(
 ) -> Result<ExitCode> {
     let plan = resume::prepare(index, found, mode, &current_dir()?)?;
     tell(index, found, &plan, global)?;
+    let program = plan.program;
     if print {
-        println!("{}", plan.shell_line(PI));
+        println!("{}", plan.shell_line(program));
         return Ok(ExitCode::SUCCESS);
     }
-    let err = std::process::Command::new(PI)
+    let err = std::process::Command::new(program)
         .args(plan.args())
         .current_dir(&plan.cwd)
         .exec();
+    let install = if program == "omp" {
+        "install oh-my-pi (npm install -g @oh-my-pi/pi-coding-agent)"
+    } else {
+        "install Pi (npm install -g @earendil-works/pi-coding-agent)"
+    };
     Err(err).with_context(|| {
         format!(
-            "cannot run `{PI}`; install Pi (npm install -g @earendil-works/pi-coding-agent) or run: {}",
-            plan.shell_line(PI)
+            "cannot run `{program}`; {install} or run: {}",
+            plan.shell_line(program)
         )
     })
 }

@@ -94,7 +94,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let format = Format::choose(args.json, args.csv);
     let term = &global.term;
     #[cfg(feature = "postgres")]
-    if let Some(mut pg) = super::team_store(&args.pg)? {
+    if let Some(mut pg) = super::team_store(&args.pg, &args.scope)? {
         if args.sessions {
             anyhow::bail!("--sessions (-l) is not available with --pg; search for hits");
         }

@@ -32,7 +32,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         all: args.all,
     };
     #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg)?;
+    let store = super::team_store(&args.pg, &args.scope)?;
     #[cfg(not(feature = "postgres"))]
     let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
     let list = match store {

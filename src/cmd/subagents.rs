@@ -10,7 +10,10 @@ use crate::cli::{ListArgs, PgArgs, ScopeArgs};
 use piidx::query::subagents::{self, SubagentsQuery};
 use piidx::render::misc;
 
+// `--agent` here is the subagent's name (as before); the coding agent of the
+// sessions is `--coding-agent`.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("coding_agent", |arg| arg.long("coding-agent")))]
 pub struct Args {
     /// Only runs of this agent (e.g. worker, reviewer, scout)
     #[arg(long, value_name = "NAME")]
@@ -35,7 +38,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         limit: args.list.limit,
     };
     #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg)?;
+    let store = super::team_store(&args.pg, &args.scope)?;
     #[cfg(not(feature = "postgres"))]
     let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
     let runs = match store {

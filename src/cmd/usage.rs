@@ -68,7 +68,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         limit: args.list.limit,
     };
     #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg)?;
+    let store = super::team_store(&args.pg, &args.scope)?;
     #[cfg(not(feature = "postgres"))]
     let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
     let report = match store {

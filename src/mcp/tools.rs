@@ -229,6 +229,10 @@ fn scope_properties(time: &str) -> Map<String, Value> {
         "session".into(),
         json!({"type": "string", "description": "Only this session (id, id prefix, or file path)"}),
     );
+    properties.insert(
+        "agent".into(),
+        json!({"type": "string", "enum": ["pi", "omp", "pi_agent_rust"], "description": "Only sessions this coding agent wrote"}),
+    );
     properties.insert("since".into(), json!({"type": "string", "description": format!("{time}: from this date on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)")}));
     properties.insert(
         "until".into(),
@@ -391,6 +395,7 @@ impl<'a> Args<'a> {
             project: self.string("project")?,
             cwd: self.string("cwd")?,
             session: self.string("session")?,
+            agent: self.string("agent")?,
             since: self.string("since")?,
             until: self.string("until")?,
             tz: self.string("tz")?,

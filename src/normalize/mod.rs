@@ -57,10 +57,24 @@ pub fn is_event(object: &Value) -> bool {
         .is_some_and(|kind| EVENT_TYPES.contains(&kind))
 }
 
+/// Which coding agent wrote a session: `pi` (upstream Pi), `omp`
+/// (oh-my-pi) or `pi_agent_rust` (the Rust port). See `agent_of_header`.
+pub mod agent {
+    pub const PI: &str = "pi";
+    pub const OMP: &str = "omp";
+    pub const PI_AGENT_RUST: &str = "pi_agent_rust";
+    /// Every agent, in the order `--agent` lists them.
+    pub const ALL: &[&str] = &[PI, OMP, PI_AGENT_RUST];
+}
+
 /// The facts of a `type: "session"` header line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
     pub session_id: String,
+    /// See `agent`; set from the header's own fields here, refined by
+    /// `ingest` from what surrounds it (an omp title slot, the port's file
+    /// name).
+    pub agent: &'static str,
     pub version: i64,
     pub cwd: String,
     pub timestamp: Option<String>,
@@ -79,12 +93,85 @@ pub fn header(object: &Value) -> Option<Header> {
     let timestamp = str_field(object, "timestamp");
     Some(Header {
         session_id,
+        agent: agent_of_header(object),
         version: object.get("version").and_then(as_int).unwrap_or(1),
         cwd: str_field(object, "cwd").unwrap_or_default(),
         created_ms: timestamp.as_deref().and_then(parse_iso_ms),
         timestamp,
         parent_session: str_field(object, "parentSession")
             .or_else(|| str_field(object, "branchedFrom")),
+        raw: object.to_string(),
+    })
+}
+
+/// The agent a header alone shows: fields only oh-my-pi writes (`title`,
+/// `titleSource`, `additionalDirectories`, `previousSessionFiles`,
+/// `providerPromptCacheKey`; omp 18 `session-entries.ts`), fields only
+/// pi_agent_rust writes (`branchedFrom`, `leafId`, `fallbackProvider`,
+/// `fallbackModelId`, `fallbackThinkingLevel`; its `SessionHeader`), else Pi.
+pub fn agent_of_header(object: &Value) -> &'static str {
+    const OMP_KEYS: &[&str] = &[
+        "title",
+        "titleSource",
+        "additionalDirectories",
+        "previousSessionFiles",
+        "providerPromptCacheKey",
+    ];
+    const PORT_KEYS: &[&str] = &[
+        "branchedFrom",
+        "leafId",
+        "fallbackProvider",
+        "fallbackModelId",
+        "fallbackThinkingLevel",
+    ];
+    let has = |keys: &[&str]| keys.iter().any(|key| object.get(*key).is_some());
+    // Pi's v1 headers had `branchedFrom` too; the port writes version 3 only.
+    let v3 = object.get("version").and_then(as_int) == Some(3);
+    if has(OMP_KEYS) {
+        agent::OMP
+    } else if v3 && has(PORT_KEYS) {
+        agent::PI_AGENT_RUST
+    } else {
+        agent::PI
+    }
+}
+
+/// True for a file name only pi_agent_rust gives: its timestamp has a `.`
+/// before the milliseconds (`2026-02-03T00-00-00.000Z_<id8>.jsonl`; Pi
+/// and omp write `-000Z_`), from chrono's `%Y-%m-%dT%H-%M-%S%.3fZ`.
+pub fn is_port_file_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.len() > 25
+        && bytes[19] == b'.'
+        && bytes[23] == b'Z'
+        && bytes[24] == b'_'
+        && bytes[..19].iter().enumerate().all(|(i, b)| match i {
+            4 | 7 | 13 | 16 => *b == b'-',
+            10 => *b == b'T',
+            _ => b.is_ascii_digit(),
+        })
+        && bytes[20..23].iter().all(u8::is_ascii_digit)
+}
+
+/// oh-my-pi's title slot: the first physical line of its session files, a
+/// fixed-size `{"type":"title","v":1,"title","source"?,"updatedAt","pad"}`
+/// object rewritten in place on every rename (omp 18
+/// `session-title-slot.ts`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TitleSlot {
+    /// `title` when it is a string (`""`: untitled).
+    pub title: Option<String>,
+    /// The slot as written, padding included.
+    pub raw: String,
+}
+
+/// Reads a title slot; `None` when the object is not one.
+pub fn title_slot(object: &Value) -> Option<TitleSlot> {
+    if object.get("type").and_then(Value::as_str) != Some("title") {
+        return None;
+    }
+    Some(TitleSlot {
+        title: str_field(object, "title"),
         raw: object.to_string(),
     })
 }
@@ -161,6 +248,8 @@ pub struct MessageRow {
     pub is_error: Option<bool>,
     pub exit_code: Option<i64>,
     pub custom_type: Option<String>,
+    /// oh-my-pi's `attribution` (`user` or `agent`: who initiated it).
+    pub attribution: Option<String>,
     pub text_len: i64,
 }
 
@@ -239,6 +328,8 @@ pub enum Detail {
         first_kept_entry_index: Option<i64>,
         tokens_before: Option<i64>,
         from_hook: Option<bool>,
+        /// oh-my-pi's `shortSummary` (its `/resume` name when there is no title).
+        short_summary: Option<String>,
     },
     BranchSummary {
         from_id: Option<String>,
@@ -389,7 +480,11 @@ fn describe(object: &Value, out: &mut Entry) {
                 first_kept_entry_id: str_field(object, "firstKeptEntryId"),
                 first_kept_entry_index: object.get("firstKeptEntryIndex").and_then(as_int),
                 tokens_before: object.get("tokensBefore").and_then(as_int),
-                from_hook: object.get("fromHook").and_then(Value::as_bool),
+                from_hook: object
+                    .get("fromHook")
+                    .or_else(|| object.get("fromExtension"))
+                    .and_then(Value::as_bool),
+                short_summary: str_field(object, "shortSummary"),
             };
         }
         "branch_summary" => {
@@ -397,7 +492,10 @@ fn describe(object: &Value, out: &mut Entry) {
             push_usage(out, object.get("usage"), "branch_summary", None, None);
             out.detail = Detail::BranchSummary {
                 from_id: str_field(object, "fromId"),
-                from_hook: object.get("fromHook").and_then(Value::as_bool),
+                from_hook: object
+                    .get("fromHook")
+                    .or_else(|| object.get("fromExtension"))
+                    .and_then(Value::as_bool),
             };
         }
         "custom_message" => {
@@ -418,12 +516,33 @@ fn describe(object: &Value, out: &mut Entry) {
             // The model's name is what one types to find a switch to it; its
             // key ends in `Id`, which is otherwise left out as an identifier.
             push_text(out, object, "modelId", "$.modelId", kind::OTHER, None);
+            // oh-my-pi writes one `model: "provider/id"` (split at the first
+            // `/`, as its `parseModelString` does) instead of the two fields.
+            let (provider, model_id) = match str_field(object, "model") {
+                Some(model) if object.get("modelId").is_none() => match model.split_once('/') {
+                    Some((provider, id)) if !provider.is_empty() => {
+                        (Some(provider.to_owned()), Some(id.to_owned()))
+                    }
+                    _ => (str_field(object, "provider"), Some(model)),
+                },
+                _ => (str_field(object, "provider"), str_field(object, "modelId")),
+            };
             out.detail = Detail::ModelChange {
                 kind: "model",
-                provider: str_field(object, "provider"),
-                model_id: str_field(object, "modelId"),
+                provider,
+                model_id,
                 thinking_level: None,
             };
+        }
+        "title_change" => {
+            push_text(out, object, "title", "$.title", kind::SESSION_NAME, None);
+        }
+        // oh-my-pi's side calls (titles, compaction, …): spend that no
+        // assistant message records.
+        "model_usage" => {
+            let provider = str_field(object, "provider");
+            let model = str_field(object, "model");
+            push_usage(out, object.get("usage"), "model_usage", provider, model);
         }
         "thinking_level_change" => {
             out.detail = Detail::ModelChange {
@@ -462,6 +581,8 @@ pub(crate) fn role_kind(role: &str) -> &'static str {
         "bashExecution" => kind::BASH,
         "custom" => kind::CUSTOM,
         "system" | "developer" => kind::SYSTEM,
+        "pythonExecution" => kind::BASH,
+        "fileMention" => kind::USER,
         "branchSummary" | "compactionSummary" => kind::SUMMARY,
         _ => kind::OTHER,
     }
@@ -488,6 +609,7 @@ pub(crate) fn describe_message(message: &Value, path: &str, out: &mut Entry) {
         is_error: message.get("isError").and_then(Value::as_bool),
         exit_code: message.get("exitCode").and_then(as_int),
         custom_type: str_field(message, "customType"),
+        attribution: str_field(message, "attribution"),
         role,
         text_len: 0,
     };
@@ -502,6 +624,28 @@ pub(crate) fn describe_message(message: &Value, path: &str, out: &mut Entry) {
         describe_content_with_tool(content, &content_path, text_kind, result_tool, out);
     }
     match row.role.as_str() {
+        "pythonExecution" => {
+            for key in ["code", "output"] {
+                push_text(
+                    out,
+                    message,
+                    key,
+                    &format!("{path}.{key}"),
+                    kind::BASH,
+                    None,
+                );
+            }
+        }
+        "branchSummary" | "compactionSummary" => {
+            push_text(
+                out,
+                message,
+                "summary",
+                &format!("{path}.summary"),
+                kind::SUMMARY,
+                None,
+            );
+        }
         "bashExecution" => {
             push_text(
                 out,

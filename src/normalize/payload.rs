@@ -37,13 +37,26 @@ pub(super) fn extract_images(value: &mut Value, path: &mut String, out: &mut Vec
     }
 }
 
+/// True for a reference to bytes kept outside the session file instead of
+/// the bytes: oh-my-pi's `blob:sha256:<hex>` (its `~/.omp/agent/blobs/`).
+/// pi_agent_rust's `{"$piBlob": …}` objects are not strings, so never taken
+/// for a payload either. A reference stays in `raw` as written.
+pub fn is_blob_ref(data: &str) -> bool {
+    data.strip_prefix("blob:sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// An image block (`{type:"image", data, mimeType}`) or a v1 attachment
 /// (`{type:"image", content, mimeType, fileName}`).
 fn take_image(map: &mut Map<String, Value>, path: &str) -> Option<ImageRow> {
     if map.get("type").and_then(Value::as_str) != Some("image") {
         return None;
     }
-    let key = if map.get("data").is_some_and(Value::is_string) {
+    let key = if map
+        .get("data")
+        .and_then(Value::as_str)
+        .is_some_and(|data| !is_blob_ref(data))
+    {
         "data"
     } else if map.contains_key("fileName") && map.get("content").is_some_and(Value::is_string) {
         "content"

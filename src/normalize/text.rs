@@ -220,6 +220,10 @@ const NOISE_KEYS: &[&str] = &[
     "encoding",
     "hash",
     "signature",
+    // pi_agent_rust's attachment references (`{"$piBlob":"sha256:…"}`).
+    "$piBlob",
+    // oh-my-pi's `attribution` (`user` or `agent`), a column.
+    "attribution",
 ];
 
 /// Strings shorter than this are never taken for a payload.
@@ -237,7 +241,7 @@ fn is_noise(key: Option<&str>, text: &str) -> bool {
     {
         return true;
     }
-    is_payload(text)
+    is_payload(text) || super::payload::is_blob_ref(text)
 }
 
 /// A long string of only base64 characters (no spaces), or a base64 data URI.
@@ -269,7 +273,9 @@ fn rest_kind(entry_type: &str, in_message: Option<&'static str>) -> &'static str
         "usage" => kind::USAGE,
         "context_edit" => kind::CONTEXT_EDIT,
         "label" => kind::LABEL,
-        "session_info" => kind::SESSION_NAME,
+        "session_info" | "title_change" => kind::SESSION_NAME,
+        "model_usage" => kind::USAGE,
+        "session_init" => kind::SYSTEM,
         _ => kind::OTHER,
     }
 }

@@ -12,7 +12,9 @@
 //! one after another on their line. So every line the index recovered
 //! comes back byte for byte, in order; any other line comes back JSON-equal.
 //! Lines that held no entry (blank, unparsable, duplicate headers, a torn
-//! tail not yet complete) are not written.
+//! tail not yet complete) are not written. An oh-my-pi session starts with
+//! its title slot as it is now (omp's own format: the slot, then the
+//! header).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -58,10 +60,10 @@ pub fn export_in(
     out: &mut dyn Write,
 ) -> Result<u64, ExportError> {
     let conn = store.connection();
-    let mut header: String = conn.query_row(
-        "SELECT header_raw FROM sessions WHERE file_id = ?1",
+    let (mut header, title_slot): (String, Option<String>) = conn.query_row(
+        "SELECT header_raw, title_slot FROM sessions WHERE file_id = ?1",
         [session.file_id],
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
     if let Some(cwd) = cwd {
         let mut value: Value =
@@ -82,6 +84,10 @@ pub fn export_in(
         while let Some(row) = rows.next()? {
             exact.insert(row.get(0)?, (row.get(1)?, row.get(2)?));
         }
+    }
+    if let Some(slot) = title_slot {
+        out.write_all(slot.as_bytes())?;
+        out.write_all(b"\n")?;
     }
     // The header's line as it was, unless the header is rewritten.
     let header_line = exact

@@ -1,6 +1,6 @@
 //! What part of the index a question is about, parsed once for every
-//! command: which sessions (`--project`, `--cwd`, `--session`) and which
-//! time (`--since`, `--until`), turned into SQL in one place.
+//! command: which sessions (`--project`, `--cwd`, `--session`, `--agent`)
+//! and which time (`--since`, `--until`), turned into SQL in one place.
 //!
 //! Dates have one grammar everywhere: a day (`2026-02-01`, `20260201`), an
 //! instant (`2026-02-01T10:00:00Z`, any ISO-8601 time), or relative to now
@@ -19,6 +19,8 @@ pub enum ScopeError {
         "cannot read the date {0:?}; use a day (2026-02-01), an ISO time (2026-02-01T10:00:00Z), or a time ago (today, yesterday, 7d, 12h, 30m, 2w)"
     )]
     Date(String),
+    #[error("unknown agent {0:?}; use pi, omp or pi_agent_rust")]
+    Agent(String),
 }
 
 /// A point in time as the user wrote it.
@@ -96,6 +98,8 @@ pub struct Scope {
     pub cwd: Option<String>,
     /// A session id, id prefix, or session file path.
     pub session: Option<String>,
+    /// The agent that wrote the session (`pi`, `omp`, `pi_agent_rust`).
+    pub agent: Option<&'static str>,
     pub since: Option<When>,
     pub until: Option<When>,
     pub tz: Tz,
@@ -110,6 +114,9 @@ pub struct ScopeText {
     /// Made absolute against the process's working directory.
     pub cwd: Option<String>,
     pub session: Option<String>,
+    /// `pi`, `omp` or `pi_agent_rust` (`omp-pi`/`oh-my-pi`, `port`,
+    /// `pi-agent-rust` accepted).
+    pub agent: Option<String>,
     pub since: Option<String>,
     pub until: Option<String>,
     /// `None`: `$TZ` when valid, else UTC.
@@ -122,6 +129,8 @@ pub struct ScopeText {
 pub enum ScopeTextError {
     #[error("{option}")]
     Date { option: String, source: ScopeError },
+    #[error("{option}")]
+    Agent { option: String, source: ScopeError },
     #[error("{option}")]
     Tz {
         option: String,
@@ -155,6 +164,16 @@ impl ScopeText {
                     .into_owned()
             }),
             session: self.session.clone(),
+            agent: self
+                .agent
+                .as_deref()
+                .map(|text| {
+                    parse_agent(text).ok_or_else(|| ScopeTextError::Agent {
+                        option: format!("{prefix}agent"),
+                        source: ScopeError::Agent(text.to_owned()),
+                    })
+                })
+                .transpose()?,
             since: date("since", &self.since)?,
             until: date("until", &self.until)?,
             tz,
@@ -162,9 +181,21 @@ impl ScopeText {
     }
 }
 
+/// An agent's name as `--agent` takes it.
+pub fn parse_agent(text: &str) -> Option<&'static str> {
+    use crate::normalize::agent;
+    match text.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "pi" => Some(agent::PI),
+        "omp" | "oh_my_pi" => Some(agent::OMP),
+        "pi_agent_rust" | "port" => Some(agent::PI_AGENT_RUST),
+        _ => None,
+    }
+}
+
 /// Where a query keeps what a scope filters on: SQL expressions (usually
 /// `alias.column`) for the session's cwd, its per-cwd directory name, its
-/// id and file path, and the time in Unix ms.
+/// id and file path, and the time in Unix ms. The agent is read from
+/// `sessions` by file path.
 #[derive(Debug, Clone, Copy)]
 pub struct Columns<'a> {
     pub cwd: &'a str,
@@ -241,6 +272,13 @@ impl Scope {
                 path = columns.file_path
             ));
         }
+        if let Some(agent) = self.agent {
+            let n = param(&mut out, agent.to_owned().into());
+            out.sql.push(format!(
+                "(SELECT a.agent FROM sessions a WHERE a.file_path = {path}) = ?{n}",
+                path = columns.file_path
+            ));
+        }
         if let Some(since) = self.since {
             let n = param(&mut out, since.start_ms(&self.tz).into());
             out.sql.push(format!("{} >= ?{n}", columns.time_ms));
@@ -254,7 +292,10 @@ impl Scope {
 
     /// Whether the scope names sessions (rather than only a time).
     pub fn selects_sessions(&self) -> bool {
-        self.project.is_some() || self.cwd.is_some() || self.session.is_some()
+        self.project.is_some()
+            || self.cwd.is_some()
+            || self.session.is_some()
+            || self.agent.is_some()
     }
 }
 

@@ -5,7 +5,8 @@
 //! `first_message`, `name` and `modified_ms` with Pi's rules; the header
 //! fields are read back from `header_raw` so that `parentSessionPath` and
 //! `cwd` are exactly what Pi reads (`parentSession` only, never
-//! `branchedFrom`). `allMessagesText` is not produced.
+//! `branchedFrom`; pi_agent_rust's sessions: its `branchedFrom`, which it
+//! reads first). `allMessagesText` is not produced; `agent` is added.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -42,6 +43,8 @@ pub struct SessionInfo {
     /// other session of the index shares, as git abbreviates: what a table
     /// shows, and what `SESSION` arguments take back.
     pub short_id: String,
+    /// The coding agent that wrote it: `pi`, `omp` or `pi_agent_rust`.
+    pub agent: String,
 }
 
 /// The fewest characters of a session id a table shows.
@@ -79,6 +82,34 @@ fn all_ids(store: &Index) -> rusqlite::Result<Vec<String>> {
     ids.collect()
 }
 
+/// The coding agent that wrote the session file `file_id` (`pi` when the
+/// index does not say).
+pub fn agent_of(store: &Index, file_id: i64) -> rusqlite::Result<String> {
+    store
+        .connection()
+        .query_row(
+            "SELECT agent FROM sessions WHERE file_id = ?1",
+            [file_id],
+            |row| row.get::<_, String>(0),
+        )
+        .or_else(|err| match err {
+            rusqlite::Error::QueryReturnedNoRows => Ok(crate::normalize::agent::PI.to_owned()),
+            err => Err(err),
+        })
+}
+
+/// The program that resumes a session of `agent`, with the same flags as
+/// Pi's (`--session <file>`, `--fork <file>`): `omp` for oh-my-pi (its
+/// `cli/flag-tables.ts`), `pi` for Pi and pi_agent_rust (whose binary is
+/// `pi` too).
+pub fn program_of(agent: &str) -> &'static str {
+    if agent == crate::normalize::agent::OMP {
+        "omp"
+    } else {
+        "pi"
+    }
+}
+
 /// The header's `cwd` as Pi reads it (a string, else none), of the session
 /// file `file_id`.
 pub fn header_cwd(store: &Index, file_id: i64) -> rusqlite::Result<Option<String>> {
@@ -101,11 +132,14 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
                 CASE WHEN json_type(s.header_raw, '$.cwd') = 'text'
                      THEN json_extract(s.header_raw, '$.cwd') ELSE '' END,
                 s.name,
-                s.header_raw -> '$.parentSession',
+                CASE WHEN s.agent = 'pi_agent_rust' AND s.header_raw -> '$.branchedFrom' IS NOT NULL
+                     THEN s.header_raw -> '$.branchedFrom'
+                     ELSE s.header_raw -> '$.parentSession' END,
                 s.created_ms,
                 coalesce(s.modified_ms, f.mtime_ns / 1000000),
                 s.message_count, s.first_message, s.listed_by_pi,
-                CASE WHEN r.layout = 'flat' THEN 0 ELSE f.mtime_ns END
+                CASE WHEN r.layout = 'flat' THEN 0 ELSE f.mtime_ns END,
+                s.agent
          FROM sessions s JOIN files f ON f.file_id = s.file_id
          LEFT JOIN roots r ON r.path = f.root
          WHERE f.status <> 'deleted'",
@@ -140,6 +174,7 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
                     .unwrap_or_else(|| "(no messages)".to_owned()),
                 listed_by_pi: row.get(9)?,
                 short_id: String::new(),
+                agent: row.get(11)?,
             },
         ))
     })?;
@@ -290,6 +325,7 @@ impl SessionInfo {
         map.insert("modified".into(), date(self.modified_ms));
         map.insert("messageCount".into(), self.message_count.into());
         map.insert("firstMessage".into(), self.first_message.clone().into());
+        map.insert("agent".into(), self.agent.clone().into());
         Value::Object(map)
     }
 }

@@ -6,7 +6,8 @@
 //! `dist/core/session-manager.js`): duplicate ids resolve to the last
 //! occurrence, the leaf is the last entry in file order, orphans and
 //! self-parented entries are roots, children are sorted by timestamp. Unlike
-//! Pi, parent walks are cycle-guarded.
+//! Pi, parent walks are cycle-guarded. pi_agent_rust's header `leafId`
+//! chooses its current branch (`SessionTree::leaf`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -192,6 +193,39 @@ pub fn image_placeholder(mime: Option<&str>, bytes: i64) -> String {
     format!("[image {} {size}]", mime.unwrap_or("?"))
 }
 
+/// What an image kept outside the session file is shown as: oh-my-pi's
+/// `blob:sha256:<hex>` (bytes in `~/.omp/agent/blobs/`) and pi_agent_rust's
+/// `{"$piBlob":"sha256:<hex>","sizeBytes":N}` (bytes in
+/// `<file>.jsonl.blobs/`). `None` for an image whose payload is inline.
+pub fn external_image_placeholder(block: &Value) -> Option<String> {
+    let mime = block.get("mimeType").and_then(Value::as_str);
+    match block.get("data")? {
+        Value::String(data) => {
+            let hex = data.strip_prefix("blob:sha256:")?;
+            Some(format!(
+                "[image {} in omp's blob store, sha256 {}…]",
+                mime.unwrap_or("?"),
+                hex.get(..12).unwrap_or(hex)
+            ))
+        }
+        Value::Object(reference) => {
+            let digest = reference.get("$piBlob").and_then(Value::as_str)?;
+            let bytes = reference
+                .get("sizeBytes")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let placeholder = image_placeholder(mime, bytes);
+            let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+            Some(format!(
+                "{} in the session's .blobs/, sha256 {}…]",
+                placeholder.trim_end_matches(']'),
+                hex.get(..12).unwrap_or(hex)
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// The loaded tree of one session file.
 #[derive(Debug)]
 pub struct SessionTree {
@@ -369,9 +403,15 @@ impl SessionTree {
             .collect()
     }
 
-    /// Index of the default leaf: the last entry in file order.
+    /// Index of the default leaf: the last entry in file order, except
+    /// where pi_agent_rust's header names it (`leafId`, when that entry
+    /// exists; `""` is "before the first entry": no leaf).
     pub fn leaf(&self) -> Option<usize> {
-        self.nodes.len().checked_sub(1)
+        match self.header.get("leafId").and_then(Value::as_str) {
+            Some("") => None,
+            Some(id) if self.by_id.contains_key(id) => self.by_id.get(id).copied(),
+            _ => self.nodes.len().checked_sub(1),
+        }
     }
 
     /// Finds an entry by id or unique id prefix.

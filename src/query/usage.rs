@@ -438,9 +438,13 @@ fn add_subagents(
         "WITH runs AS (
            -- `counted`: the tool result carries the runs' spend as its own
            -- `usage` (Pi's extension contract), which the main columns count.
-           SELECT sr.*, EXISTS (SELECT 1 FROM usage_records u
-                                 WHERE u.entry_rowid = sr.entry_rowid
-                                   AND u.source = 'tool_result') AS counted
+           -- oh-my-pi keeps every run's transcript as a session file of its
+           -- own, whose records the main columns count.
+           SELECT sr.*, (EXISTS (SELECT 1 FROM usage_records u
+                                  WHERE u.entry_rowid = sr.entry_rowid
+                                    AND u.source = 'tool_result')
+                         OR EXISTS (SELECT 1 FROM sessions o
+                                     WHERE o.file_id = sr.file_id AND o.agent = 'omp')) AS counted
              FROM subagent_runs sr),
          r AS (
            SELECT sr.timestamp_ms, sr.model, NULL AS provider, sr.session_id,

@@ -114,6 +114,7 @@ pub fn write_roots(
                 Column::path("root"),
                 Column::fixed("layout"),
                 Column::text("origin").droppable(1),
+                Column::text("agents"),
                 Column::number("files"),
                 Column::number("sessions"),
                 Column::fixed("added").droppable(2),
@@ -123,6 +124,7 @@ pub fn write_roots(
                     one_line(&root.path).into(),
                     root.layout.name().into(),
                     one_line(&root.origin).into(),
+                    root.agents.join(",").into(),
                     root.files.to_string().into(),
                     root.sessions.to_string().into(),
                     root.added_at

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{Theme, safe};
 use crate::query::tree::{
     self, ContextItem, ContextKind, EditMark, SessionTree, active_set, build_context, describe,
-    edits_by_target, image_placeholder, project,
+    edits_by_target, external_image_placeholder, image_placeholder, project,
 };
 use crate::time::format_iso_ms;
 
@@ -353,8 +353,11 @@ impl<'a> Writer<'a> {
                             let rowid = self.tree.nodes[index].rowid;
                             let info = self.tree.images.get(&(rowid, format!("{base}[{i}]")));
                             let mime = block.get("mimeType").and_then(Value::as_str);
-                            let placeholder =
-                                image_placeholder(mime, info.map_or(0, |i| i.byte_len));
+                            let placeholder = match info {
+                                Some(info) => image_placeholder(mime, info.byte_len),
+                                None => external_image_placeholder(block)
+                                    .unwrap_or_else(|| image_placeholder(mime, 0)),
+                            };
                             self.text(&placeholder);
                         }
                         Some("thinking") => {
@@ -604,9 +607,9 @@ fn block_text(content: Option<&Value>) -> String {
             .iter()
             .map(|block| match block.get("type").and_then(Value::as_str) {
                 Some("text") => str_of(block, "text").to_owned(),
-                Some("image") => {
+                Some("image") => external_image_placeholder(block).unwrap_or_else(|| {
                     image_placeholder(block.get("mimeType").and_then(Value::as_str), 0)
-                }
+                }),
                 Some(other) => format!("[{other} block]"),
                 None => String::new(),
             })

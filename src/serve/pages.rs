@@ -310,6 +310,29 @@ pub fn sessions(local: &mut Local, context: &Context, params: &Params) -> Result
         "7d, 2026-02-01",
     ));
     main.push_str(&input("until", "until", params.get("until"), "today"));
+    // The coding agents, as a facet, when the index holds more than Pi's.
+    let mut agents: Vec<(&str, usize)> = Vec::new();
+    for info in &every {
+        match agents.iter_mut().find(|(agent, _)| *agent == info.agent) {
+            Some((_, count)) => *count += 1,
+            None => agents.push((info.agent.as_str(), 1)),
+        }
+    }
+    if agents.len() > 1 || agents.first().is_some_and(|(agent, _)| *agent != "pi") {
+        agents.sort_unstable();
+        let chosen = params.get("agent").unwrap_or("");
+        main.push_str("<label>agent<select name=\"agent\"><option value=\"\">any</option>");
+        for (agent, count) in &agents {
+            let selected = if *agent == chosen { " selected" } else { "" };
+            let _ = write!(
+                main,
+                "<option value=\"{}\"{selected}>{} ({count})</option>",
+                esc(agent),
+                esc(agent)
+            );
+        }
+        main.push_str("</select></label>");
+    }
     let checked = if params.flag("all")? { " checked" } else { "" };
     let _ = write!(
         main,
@@ -328,7 +351,7 @@ pub fn sessions(local: &mut Local, context: &Context, params: &Params) -> Result
             .unwrap_or_default();
         let _ = write!(
             main,
-            "<tr><td class=\"when\">{}</td><td><a href=\"{}\">{}</a> <span class=\"id\">{}</span>{}{}</td><td class=\"num\">{}</td><td class=\"cwd\">{}</td></tr>",
+            "<tr><td class=\"when\">{}</td><td><a href=\"{}\">{}</a> <span class=\"id\">{}</span>{}{}{}</td><td class=\"num\">{}</td><td class=\"cwd\">{}</td></tr>",
             esc(&modified),
             session_href(&info.id),
             esc(&cut(title, 100)),
@@ -342,6 +365,11 @@ pub fn sessions(local: &mut Local, context: &Context, params: &Params) -> Result
                 ""
             } else {
                 " <span class=\"tag\">not listed by Pi</span>"
+            },
+            if info.agent == "pi" {
+                String::new()
+            } else {
+                format!(" <span class=\"tag\">{}</span>", esc(&info.agent))
             },
             info.message_count,
             esc(&info.cwd)
@@ -495,9 +523,14 @@ pub fn session(
         mode: Mode::Resume,
         rebuilt: false,
         missing_cwd: None,
+        program: "pi",
     };
+    // oh-my-pi's sessions resume in `omp`.
     let command = if std::path::Path::new(&tree.session.path).is_file() {
-        plan.shell_line("pi")
+        plan.shell_line(session_query::program_of(&session_query::agent_of(
+            index,
+            tree.session.file_id,
+        )?))
     } else {
         format!("piidx resume {session_id}")
     };

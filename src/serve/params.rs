@@ -97,6 +97,7 @@ impl Params {
             project: self.string("project"),
             cwd: self.string("cwd"),
             session: self.string("session"),
+            agent: self.string("agent"),
             since: self.string("since"),
             until: self.string("until"),
             tz: self.string("tz"),

@@ -15,6 +15,7 @@ mod guard;
 mod machine;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod port_sqlite;
 mod push_source;
 pub mod rank;
 mod redaction;

@@ -11,6 +11,9 @@ pub struct RootInfo {
     pub path: String,
     pub layout: Layout,
     pub origin: String,
+    /// The agents whose sessions it holds (`sessions.agent`), else those a
+    /// root of its origin holds by default (`Root::agents`).
+    pub agents: Vec<String>,
     pub added_at: String,
     pub files: i64,
     pub sessions: i64,
@@ -74,16 +77,29 @@ impl Index {
                 "SELECT r.path, r.layout, r.origin, r.added_at,
                         (SELECT count(*) FROM files f WHERE f.root = r.path),
                         (SELECT count(*) FROM files f JOIN sessions s ON s.file_id = f.file_id
-                          WHERE f.root = r.path)
+                          WHERE f.root = r.path),
+                        (SELECT group_concat(agent, ',') FROM (
+                            SELECT DISTINCT s.agent FROM files f JOIN sessions s ON s.file_id = f.file_id
+                             WHERE f.root = r.path ORDER BY s.agent))
                    FROM roots r ORDER BY r.path",
             )
             .and_then(|mut stmt| {
                 stmt.query_map([], |row| {
                     let layout: String = row.get(1)?;
+                    let origin: String = row.get(2)?;
+                    let held: Option<String> = row.get(6)?;
+                    let agents = match held {
+                        Some(list) => list.split(',').map(str::to_owned).collect(),
+                        None => Root::agents(&origin)
+                            .iter()
+                            .map(|agent| (*agent).to_owned())
+                            .collect(),
+                    };
                     Ok(RootInfo {
                         path: row.get(0)?,
                         layout: Layout::parse(&layout).unwrap_or(Layout::PerCwd),
-                        origin: row.get(2)?,
+                        origin,
+                        agents,
                         added_at: row.get(3)?,
                         files: row.get(4)?,
                         sessions: row.get(5)?,

@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0016_machines.sql"),
     include_str!("../../migrations/0017_lean.sql"),
     include_str!("../../migrations/0018_exact_lines.sql"),
+    include_str!("../../migrations/0019_agents.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

@@ -112,6 +112,7 @@ impl Writer {
         }
         if batch.cursor.session.is_some() {
             self.update_session(file_id, batch)?;
+            self.agent_facts(file_id, batch)?;
         }
         Ok(stats)
     }
@@ -263,8 +264,8 @@ impl Writer {
         self.conn
             .prepare_cached(
                 "INSERT OR REPLACE INTO sessions(file_id, session_id, file_path, cwd, project_dir, version,
-                     created_at, created_ms, parent_session, listed_by_pi, header_raw)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     created_at, created_ms, parent_session, listed_by_pi, header_raw, agent)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -279,6 +280,7 @@ impl Writer {
                     header.parent_session,
                     batch.target.listed,
                     header.raw,
+                    header.agent,
                 ])
             })
             .map_err(self.err())?;
@@ -291,7 +293,8 @@ impl Writer {
                 "UPDATE sessions SET parent_session_id = ?3
                  WHERE file_id <> ?1 AND (parent_session = ?2
                      OR (parent_session_id IS NULL AND ?4 IS NOT NULL
-                         AND substr(parent_session, -length(?4)) = ?4))",
+                         AND substr(parent_session, -length(?4)) = ?4)
+                     OR (parent_session_id IS NULL AND parent_session = ?3))",
             )
             .and_then(|mut stmt| stmt.execute(params![file_id, path, header.session_id, own_tail]))
             .map_err(self.err())?;
@@ -300,7 +303,8 @@ impl Writer {
 
     /// Sets a session's `parent_session_id` from its header's
     /// `parentSession`: an exact path match wins; otherwise the trailing
-    /// `<cwd-dir>/<file>.jsonl` must match (trees indexed from a copy).
+    /// `<cwd-dir>/<file>.jsonl` must match (trees indexed from a copy);
+    /// a `parentSession` that is no path is a session id (omp's `fork()`).
     fn link_to_parent(&self, file_id: i64, parent_session: Option<&str>) -> Result<()> {
         let parent_tail = parent_session.and_then(path_tail);
         self.conn
@@ -310,6 +314,11 @@ impl Writer {
                      (SELECT p.session_id FROM sessions p
                        WHERE ?2 IS NOT NULL AND p.file_id <> sessions.file_id
                          AND substr(p.file_path, -length(?2)) = ?2
+                       ORDER BY p.file_id LIMIT 1),
+                     -- oh-my-pi's `fork()` writes the parent's session id, not its path.
+                     (SELECT p.session_id FROM sessions p
+                       WHERE instr(sessions.parent_session, '/') = 0
+                         AND p.session_id = sessions.parent_session AND p.file_id <> sessions.file_id
                        ORDER BY p.file_id LIMIT 1))
                  WHERE file_id = ?1",
             )
@@ -405,6 +414,66 @@ impl Writer {
                      (SELECT e.entry_id FROM entries e
                        WHERE e.file_id = compactions.file_id AND e.pi_index = compactions.first_kept_entry_index)
                  WHERE file_id = ?1 AND first_kept_entry_id IS NULL AND first_kept_entry_index IS NOT NULL",
+            )
+            .and_then(|mut stmt| stmt.execute([file_id]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// What oh-my-pi and pi_agent_rust keep beyond Pi's shapes, after a
+    /// batch: omp's name as its `/resume` shows it (the title slot's title
+    /// when not blank; a blank slot hides `header.title`; without a slot,
+    /// `header.title`; failing those, the last compaction `shortSummary`;
+    /// omp 18 `session-listing.ts`), and the port's current leaf (the
+    /// header's `leafId` when it names an entry, `""` none; its
+    /// `session.rs`).
+    fn agent_facts(&self, file_id: i64, batch: &Batch) -> Result<()> {
+        let short_summary = batch
+            .entries
+            .iter()
+            .rev()
+            .find_map(|entry| match &entry.detail {
+                Detail::Compaction {
+                    short_summary: Some(summary),
+                    ..
+                } => Some(summary.as_str()),
+                _ => None,
+            });
+        let slot = batch.title_slot.as_ref().map(|slot| slot.raw.as_str());
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET
+                     title_slot = ?2,
+                     short_summary = coalesce(?3, short_summary)
+                 WHERE file_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![file_id, slot, short_summary]))
+            .map_err(self.err())?;
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET name = CASE
+                     WHEN title_slot IS NOT NULL THEN
+                         CASE WHEN json_type(title_slot, '$.title') = 'text'
+                                   AND trim(json_extract(title_slot, '$.title')) <> ''
+                              THEN json_extract(title_slot, '$.title')
+                              ELSE short_summary END
+                     WHEN json_type(header_raw, '$.title') = 'text'
+                         THEN json_extract(header_raw, '$.title')
+                     ELSE short_summary END
+                 WHERE file_id = ?1 AND agent = 'omp'",
+            )
+            .and_then(|mut stmt| stmt.execute([file_id]))
+            .map_err(self.err())?;
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET leaf_entry_id = CASE
+                     WHEN json_extract(header_raw, '$.leafId') = '' THEN NULL
+                     ELSE json_extract(header_raw, '$.leafId') END
+                 WHERE file_id = ?1 AND agent = 'pi_agent_rust'
+                   AND json_type(header_raw, '$.leafId') = 'text'
+                   AND (json_extract(header_raw, '$.leafId') = ''
+                        OR EXISTS (SELECT 1 FROM entries e WHERE e.file_id = ?1
+                                     AND e.entry_id = json_extract(sessions.header_raw, '$.leafId')))",
             )
             .and_then(|mut stmt| stmt.execute([file_id]))
             .map_err(self.err())?;
@@ -540,9 +609,9 @@ impl Writer {
                 "INSERT INTO message_meta(entry_rowid, file_id, session_id, entry_id, role, timestamp_ms,
                      provider, model, api, stop_reason, error_message, response_id, input_tokens,
                      output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
-                     tool_call_id, tool_name, is_error, exit_code, custom_type, text_len)
+                     tool_call_id, tool_name, is_error, exit_code, custom_type, text_len, attribution)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                     ?19, ?20, ?21, ?22, ?23, ?24)",
+                     ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -570,6 +639,7 @@ impl Writer {
                     message.exit_code,
                     message.custom_type,
                     message.text_len,
+                    message.attribution,
                 ])
             })
             .map_err(self.err())?;
@@ -727,6 +797,7 @@ impl Writer {
                 first_kept_entry_index,
                 tokens_before,
                 from_hook,
+                short_summary: _,
             } => (
                 "INSERT INTO compactions(entry_rowid, file_id, session_id, entry_id, first_kept_entry_id,
                      first_kept_entry_index, tokens_before, from_hook) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

@@ -51,6 +51,12 @@ enum Op {
     Garbage {
         file: u8,
     },
+    /// oh-my-pi's rename: its 256-byte title slot (line 1 of files 2 and
+    /// 3) rewritten in place, same size.
+    Retitle {
+        file: u8,
+        title: u8,
+    },
     Glued {
         file: u8,
     },
@@ -81,6 +87,8 @@ fn op() -> impl Strategy<Value = Op> {
         (file.clone(), file.clone()).prop_map(|(from, into)| Op::Fork { from, into }),
         file.clone().prop_map(|file| Op::Garbage { file }),
         file.clone().prop_map(|file| Op::Glued { file }),
+        (file.clone(), any::<u8>()).prop_map(|(file, title)| Op::Retitle { file, title }),
+        (file.clone(), any::<u8>()).prop_map(|(file, title)| Op::Retitle { file, title }),
         Just(Op::Sync),
         Just(Op::Sync),
         Just(Op::Sync),
@@ -168,12 +176,38 @@ impl Tree {
         }
     }
 
+    /// Files 2 and 3 are oh-my-pi's: a title slot comes before the header.
+    fn is_omp(file: u8) -> bool {
+        file % 4 >= 2
+    }
+
+    /// omp's title slot line, exactly 256 bytes with its `\n`
+    /// (`serializeTitleSlot`); an empty title for `title` 0.
+    fn title_slot(title: u8) -> String {
+        let name = if title == 0 {
+            String::new()
+        } else {
+            format!("title {title}")
+        };
+        let head = format!(
+            r#"{{"type":"title","v":1,"title":"{name}","source":"user","updatedAt":"2026-01-01T00:00:00.000Z","pad":"#
+        );
+        let pad = " ".repeat(255 - head.len() - 3);
+        format!("{head}\"{pad}\"}}\n")
+    }
+
+    /// The lines before the first entry: the slot (omp) and the header.
     fn header(file: u8, salt: u64, parent: Option<&Path>) -> String {
         let parent = parent.map_or(String::new(), |path| {
             format!(r#","parentSession":"{}""#, path.display())
         });
+        let slot = if Self::is_omp(file) {
+            Self::title_slot(salt as u8 | 1)
+        } else {
+            String::new()
+        };
         format!(
-            r#"{{"type":"session","version":3,"id":"sess-{file}-{salt}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/p{}"{parent}}}"#,
+            r#"{slot}{{"type":"session","version":3,"id":"sess-{file}-{salt}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/p{}"{parent}}}"#,
             file % 2
         )
     }
@@ -228,7 +262,10 @@ impl Tree {
                 let Ok(old) = fs::read_to_string(&path) else {
                     return;
                 };
-                let count = old.lines().count().saturating_sub(1);
+                let count = old
+                    .lines()
+                    .count()
+                    .saturating_sub(1 + usize::from(Self::is_omp(file)));
                 self.last_id.remove(&file);
                 self.partial_rest.remove(&file);
                 let mut text = Self::header(file, 7, None) + "\n";
@@ -279,7 +316,10 @@ impl Tree {
                 let Ok(old) = fs::read_to_string(&source) else {
                     return;
                 };
-                let body: Vec<&str> = old.lines().skip(1).collect();
+                let body: Vec<&str> = old
+                    .lines()
+                    .skip(1 + usize::from(Self::is_omp(from)))
+                    .collect();
                 let mut text = Self::header(into, 99, Some(&source)) + "\n";
                 for line in body {
                     text += line;
@@ -296,6 +336,20 @@ impl Tree {
                 let first = self.entry(file, 1);
                 let second = self.entry(file, 2);
                 append(&Self::path(root, file), &format!("{first}{second}\n"));
+            }
+            Op::Retitle { file, title } => {
+                let path = Self::path(root, file);
+                let Ok(old) = fs::read(&path) else { return };
+                if !old.starts_with(br#"{"type":"title""#) || old.len() < 256 || old[255] != b'\n' {
+                    return;
+                }
+                let handle = OpenOptions::new().write(true).open(&path).expect("open");
+                std::os::unix::fs::FileExt::write_all_at(
+                    &handle,
+                    Self::title_slot(title).as_bytes(),
+                    0,
+                )
+                .expect("retitle");
             }
             Op::Sync => {
                 env.sync();
@@ -331,7 +385,8 @@ impl Op {
             | Op::Rewrite { file }
             | Op::Truncate { file, .. }
             | Op::Garbage { file }
-            | Op::Glued { file } => Some(file),
+            | Op::Glued { file }
+            | Op::Retitle { file, .. } => Some(file),
             Op::Fork { into, .. } => Some(into),
             Op::Delete { .. } | Op::Sync | Op::Crash { .. } => None,
         }
@@ -491,6 +546,32 @@ fn rewrite_with_new_ids_replaces_rows() {
         Op::Sync,
         Op::Fork { from: 1, into: 2 },
         Op::Delete { file: 1 },
+    ]);
+}
+
+/// oh-my-pi renames: the title slot rewritten in place between syncs, with
+/// appends and a full rewrite around it.
+#[test]
+fn omp_title_slot_rewritten_in_place() {
+    check(&[
+        Op::Add {
+            file: 2,
+            entries: 3,
+        },
+        Op::Sync,
+        Op::Retitle { file: 2, title: 9 },
+        Op::Sync,
+        Op::Append {
+            file: 2,
+            entries: 2,
+        },
+        Op::Retitle { file: 2, title: 0 },
+        Op::Sync,
+        Op::Retitle { file: 2, title: 4 },
+        Op::Crash { point: 1, n: 1 },
+        Op::Rewrite { file: 2 },
+        Op::Sync,
+        Op::Retitle { file: 2, title: 5 },
     ]);
 }
 

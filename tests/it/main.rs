@@ -23,6 +23,8 @@ mod fixtures;
 mod sql;
 // Subagent runs, child transcripts, artifacts and child sessions.
 mod subagents;
+// oh-my-pi and pi_agent_rust files, written by (or field for field from) their own code.
+mod agents;
 // Pi-native views: sessions (vs Pi listAll), show, tree, export, fork and tree views.
 mod views;
 // Shapes of real files: lone surrogates, glued lines, tool times, skipped files, chunk cuts.

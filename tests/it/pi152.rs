@@ -428,6 +428,12 @@ fn sessions_are_listed_as_pi_lists_them_wherever_pi_keeps_them() {
                     .as_str()
                     .is_some_and(|p| p.starts_with(&format!("{scope}/")))
             })
+            .map(|mut s| {
+                // piidx's one field beyond Pi's `SessionInfo`.
+                let agent = s.as_object_mut().and_then(|o| o.remove("agent"));
+                assert_eq!(agent, Some(Value::from("pi")));
+                s
+            })
             .collect();
         let theirs: Vec<Value> = want["listAll"]
             .as_array()

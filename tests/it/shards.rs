@@ -239,6 +239,13 @@ fn undo(migration: usize) -> String {
     let lean = include_str!("../../migrations/0017_lean.sql");
     let copies = include_str!("../../migrations/0009_copies.sql");
     match migration {
+        // Agents (0019_agents.sql).
+        19 => "DROP INDEX sessions_agent;
+               ALTER TABLE sessions DROP COLUMN agent;
+               ALTER TABLE sessions DROP COLUMN title_slot;
+               ALTER TABLE sessions DROP COLUMN short_summary;
+               ALTER TABLE message_meta DROP COLUMN attribution;"
+            .to_owned(),
         // Exact lines, and tool times from the entry's timestamp (back to
         // 0017's and 0009's views).
         18 => format!(

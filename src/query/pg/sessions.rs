@@ -59,6 +59,8 @@ pub fn list(
                         .unwrap_or_else(|| "(no messages)".to_owned()),
                     listed_by_pi: row.get::<_, Option<i64>>(9) == Some(1),
                     short_id: String::new(),
+                    // The team store does not record agents yet.
+                    agent: crate::normalize::agent::PI.to_owned(),
                 },
             )
         })

@@ -1,0 +1,677 @@
+//! Pi's two other lines: oh-my-pi (`omp`) files written by omp 18.2.3's own
+//! SessionManager (`fixtures/omp/`, expected values from omp's own code in
+//! `fixtures/expected/omp-*.json`) and pi_agent_rust files in the port's
+//! shapes (`fixtures/pi_agent_rust/`, `fixtures/expected/pi-agent-rust.json`):
+//! nothing skipped, every planted word found in its own session, and
+//! `sessions`, `show` and `usage` as each agent reads its files.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::{Env, copy_tree, fixtures};
+
+fn expected(name: &str) -> Value {
+    let text = fs::read_to_string(fixtures().join("expected").join(name)).expect("expected file");
+    serde_json::from_str(&text).expect("expected JSON")
+}
+
+fn json(env: &Env, args: &[&str]) -> Value {
+    let out = env.run(args);
+    // `search` with no hit exits 1, as grep does.
+    assert!(
+        out.status.success() || (args[0] == "search" && out.status.code() == Some(1)),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+fn omp_env() -> Env {
+    let env = Env::new();
+    copy_tree(&fixtures().join("omp/sessions"), &env.root);
+    env
+}
+
+fn port_env() -> Env {
+    Env::with_fixture("pi_agent_rust")
+}
+
+#[test]
+fn omp_tree_syncs_with_no_file_skipped() {
+    let env = omp_env();
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["parse_errors"], 0, "{report}");
+    assert_eq!(report["files_indexed"], 6, "{report}");
+    assert_eq!(
+        env.count("SELECT count(*) FROM sessions WHERE agent = 'omp'"),
+        6
+    );
+}
+
+/// `sessions --json` against omp's own `listAllSessions` (which lists
+/// `*/*.jsonl`, so not the subagent transcripts): id, cwd, the name its
+/// `/resume` shows, the parent as written, created; the message count is
+/// the true one (omp's own list counts the first 4 KB only:
+/// `omp-sessions.json` has the true count from `SessionManager.open`).
+#[test]
+fn omp_sessions_match_omps_own_listing() {
+    let env = omp_env();
+    env.sync();
+    let ours = json(&env, &["sessions", "--json"]);
+    let ours = ours.as_array().expect("array");
+    let listing = expected("omp-listing.json");
+    let opened = expected("omp-sessions.json");
+    let listing = listing.as_array().expect("listing");
+    assert_eq!(ours.len(), listing.len(), "{ours:#?}");
+    for want in listing {
+        let rel = want["path"].as_str().expect("path");
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        let got = ours
+            .iter()
+            .find(|s| s["path"] == path.as_str())
+            .unwrap_or_else(|| panic!("{rel} not listed"));
+        assert_eq!(got["id"], want["id"], "{rel}");
+        assert_eq!(got["cwd"], want["cwd"], "{rel}");
+        assert_eq!(got["created"], want["created"], "{rel}");
+        assert_eq!(got["firstMessage"], want["firstMessage"], "{rel}");
+        assert_eq!(got["agent"], "omp", "{rel}");
+        assert_eq!(
+            got.get("name").unwrap_or(&Value::Null),
+            &want["title"],
+            "{rel}: the name omp's /resume shows"
+        );
+        assert_eq!(
+            got.get("parentSessionPath").unwrap_or(&Value::Null),
+            &want["parentSessionPath"],
+            "{rel}"
+        );
+        let truth = opened
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["path"] == rel))
+            .expect("opened session");
+        assert_eq!(got["messageCount"], truth["messageCount"], "{rel}");
+    }
+}
+
+/// `show --json` follows the branch omp resumes (its leaf is the last
+/// entry), for every file, subagent transcripts included.
+#[test]
+fn omp_show_follows_omps_current_branch() {
+    let env = omp_env();
+    env.sync();
+    for session in expected("omp-sessions.json").as_array().expect("array") {
+        let rel = session["path"].as_str().expect("path");
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        let shown = json(&env, &["show", &path, "--json"]);
+        let ids: Vec<&str> = shown
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter_map(|entry| entry["id"].as_str())
+            .collect();
+        let want: Vec<&str> = session["branch"]
+            .as_array()
+            .expect("branch")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(ids, want, "{rel}");
+    }
+}
+
+/// Cost as omp counts it: assistant usage in every file plus `model_usage`
+/// side calls; the task tool's aggregated `details.usage` is not counted
+/// again (the subagents' own files hold it). omp's per-session statistics
+/// add the task usage, which `taskUsage` names.
+#[test]
+fn omp_usage_counts_model_usage_and_not_the_task_twice() {
+    let env = omp_env();
+    env.sync();
+    let by_session = json(&env, &["usage", "--by", "session", "--json"]);
+    let rows = by_session.as_array().expect("rows");
+    let opened = expected("omp-sessions.json");
+    // Forks repeat their source's entries (counted once, in the source);
+    // the other sessions are their own.
+    for session in opened.as_array().expect("array") {
+        let id = session["id"].as_str().expect("id");
+        if session["header"]["parentSession"].is_string()
+            && !session["path"].as_str().is_some_and(|p| p.contains("/0-"))
+        {
+            continue;
+        }
+        let want = session["usage"]["cost"].as_f64().expect("cost")
+            - session["taskUsage"]["cost"].as_f64().expect("task cost");
+        let got = rows
+            .iter()
+            .find(|row| row["key"] == id)
+            .and_then(|row| row["cost"].as_f64())
+            .unwrap_or(0.0);
+        assert!((got - want).abs() < 1e-9, "{id}: {got} != {want}");
+        let subagent_cost = rows
+            .iter()
+            .find(|row| row["key"] == id)
+            .and_then(|row| row["subagent_cost"].as_f64())
+            .unwrap_or(0.0);
+        assert_eq!(subagent_cost, 0.0, "{id}: the task's usage counted twice");
+    }
+    let by_model = json(&env, &["usage", "--by", "model", "--json"]);
+    let haiku: f64 = by_model
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|row| {
+            row["key"]
+                .as_str()
+                .is_some_and(|k| k.contains("claude-haiku-4-5"))
+        })
+        .filter_map(|row| row["cost"].as_f64())
+        .sum();
+    // The title call (model_usage, 0.00108) and both subagents' turns.
+    assert!((haiku - (0.00108 + 0.0042 + 0.001)).abs() < 1e-9, "{haiku}");
+    // `model_change.model` ("provider/id") split for --model and the tables.
+    assert_eq!(
+        env.count(
+            "SELECT count(*) FROM model_changes WHERE provider = 'anthropic' AND model_id = 'claude-sonnet-4-5'"
+        ),
+        1
+    );
+}
+
+/// omp renames a session by rewriting the 256-byte title slot in place:
+/// the next sync reads the slot again, not the file, and the name follows.
+#[test]
+fn omp_rename_in_place_is_read_without_reindexing() {
+    let env = omp_env();
+    env.sync();
+    let file = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("66515f90587b.jsonl"))
+        .expect("alpha session");
+    let head = r#"{"type":"title","v":1,"title":"Renamed walrusly","source":"user","updatedAt":"2026-11-21T00:00:00.000Z","pad":"#;
+    let slot = format!("{head}\"{}\"}}\n", " ".repeat(252 - head.len()));
+    assert_eq!(slot.len(), 256);
+    let before = fs::read(&file).expect("read");
+    let handle = fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .expect("open");
+    std::os::unix::fs::FileExt::write_all_at(&handle, slot.as_bytes(), 0).expect("rewrite slot");
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    handle.set_modified(when).expect("mtime");
+    assert_eq!(fs::read(&file).expect("read").len(), before.len());
+    let report = env.sync();
+    assert_eq!(report["bytes_read"], 0, "the file was read again: {report}");
+    assert_eq!(report["entries_added"], 0, "{report}");
+    let names = env.sql("SELECT name FROM sessions WHERE session_id LIKE '01a1f82f-1e80%'");
+    assert_eq!(names[0]["name"], "Renamed walrusly");
+    // A blank slot title hides header.title: the compaction's shortSummary names it.
+    let head = r#"{"type":"title","v":1,"title":"","updatedAt":"2026-11-21T00:00:00.000Z","pad":"#;
+    let slot = format!("{head}\"{}\"}}\n", " ".repeat(252 - head.len()));
+    std::os::unix::fs::FileExt::write_all_at(&handle, slot.as_bytes(), 0).expect("rewrite slot");
+    handle
+        .set_modified(when + std::time::Duration::from_secs(1))
+        .expect("mtime");
+    env.sync();
+    let names = env.sql("SELECT name FROM sessions WHERE session_id LIKE '01a1f82f-1e80%'");
+    assert_eq!(names[0]["name"], "Flamingo fix summary");
+}
+
+/// (word, file it is planted in, the kind of field) for every planted word.
+const OMP_WORDS: &[(&str, &str, &str)] = &[
+    ("walrusgate", "01a1f82f-1e80", "toolCall argument"),
+    ("zebra", "01a1f82f-1e80", "thinking, assistant text"),
+    ("flamingoLoader", "01a1f82f-1e80", "toolResult text"),
+    ("heronmark", "01a1f82f-1e80", "label"),
+    ("moosequill", "01a1f82f-1e80", "mode_change data"),
+    ("lynxward", "01a1f82f-1e80", "ttsr_injection rules"),
+    ("gecko", "01a1f82f-1e80", "developer message"),
+    ("marmosetLevel", "01a1f82f-1e80", "fileMention file content"),
+    ("ibisloop", "01a1f82f-1e80", "pythonExecution code/output"),
+    ("okapidrum", "01a1f82f-1e80", "bashExecution"),
+    ("koalabrisk", "01a1f82f-1e80", "compaction summary"),
+    (
+        "\"fix summary\"",
+        "01a1f82f-1e80",
+        "compaction shortSummary",
+    ),
+    ("\"Alpha flamingo rename\"", "01a1f82f-1e80", "title_change"),
+    (
+        "quokkalane",
+        "01a1f82f-5148",
+        "subagent transcript (and the task result)",
+    ),
+    (
+        "\"You are the explore subagent\"",
+        "01a1f82f-5148",
+        "session_init systemPrompt",
+    ),
+    ("tapirwell", "01a1f82f-5918", "nested subagent transcript"),
+    ("octopus", "01a1f867-4198", "user text"),
+    ("penguin", "01a1f867-4198", "user text beside a blob image"),
+    ("gannetfold", "01a1f867-4198", "custom entry data"),
+    ("puffinrest", "01a1f867-4198", "custom_message"),
+    ("albatrossine", "01a1f867-4198", "branch_summary"),
+    ("seahorsewick", "01a1f867-4198", "user text on a branch"),
+    (
+        "squidline",
+        "01a1f868-5308",
+        "copied into the createBranchedSession fork",
+    ),
+    ("narwhalspoke", "01a1f868-5308", "fork's own text"),
+    ("lemurquill", "01a1f869-4538", "fork() copy's own text"),
+];
+
+const PORT_WORDS: &[(&str, &str, &str)] = &[
+    ("capybara", "a1b2c3d4", "user text"),
+    ("axolotl", "a1b2c3d4", "toolCall argument"),
+    (
+        "\"ocelot chart\"",
+        "a1b2c3d4",
+        "user text beside a $piBlob image",
+    ),
+    ("\"ocelot-mark\"", "a1b2c3d4", "label"),
+    ("jaguarundi", "a1b2c3d4", "id-less custom entry"),
+    ("pangolin", "a1b2c3d4", "user text, bashExecution"),
+    ("tapir", "a1b2c3d4", "branchSummary role"),
+    ("kinkajou", "a1b2c3d4", "custom role"),
+    ("binturong", "a1b2c3d4", "compaction summary"),
+    ("margay", "a1b2c3d4", "compactionSummary role"),
+    ("\"Rust port demo\"", "a1b2c3d4", "session_info"),
+    ("quetzal", "0f0f0f0f", "user and assistant text"),
+    ("Hello", "sess-123", "user text (id-less, parentId root)"),
+    ("compacted", "sess-123", "compaction summary (id-less)"),
+    ("\"branch summary\"", "sess-123", "branch_summary (id-less)"),
+    ("\"demo session\"", "sess-123", "session_info (id-less)"),
+    (
+        "dugongwell",
+        "5a5a5a5a",
+        "user and assistant text in a SQLite session",
+    ),
+    (
+        "\"SQLite store demo\"",
+        "5a5a5a5a",
+        "session_info in a SQLite session",
+    ),
+];
+
+fn found_in_own_session(env: &Env, words: &[(&str, &str, &str)]) {
+    let mut missing = Vec::new();
+    for (word, session, kind) in words {
+        let hits = json(env, &["search", word, "--session", session, "--json"]);
+        if hits.as_array().is_none_or(Vec::is_empty) {
+            missing.push(format!("{word} ({kind}) in {session}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not found in their own session: {missing:#?}"
+    );
+}
+
+#[test]
+fn every_planted_omp_word_is_found_in_its_own_session() {
+    let env = omp_env();
+    env.sync();
+    found_in_own_session(&env, OMP_WORDS);
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
+    // A blob reference is no image payload and no text.
+    assert_eq!(env.count("SELECT count(*) FROM images"), 0);
+    let hits = json(&env, &["search", "73f66894d05ef479", "--json"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(0), "{hits}");
+}
+
+#[test]
+fn port_tree_syncs_with_no_file_skipped_and_every_word_found() {
+    let env = port_env();
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    // Three JSONL files and a SQLite session database.
+    assert_eq!(report["files_indexed"], 4, "{report}");
+    assert_eq!(
+        env.count("SELECT count(*) FROM sessions WHERE agent = 'pi_agent_rust'"),
+        4
+    );
+    found_in_own_session(&env, PORT_WORDS);
+    // doctor's re-read agrees with what sync stored (the SQLite file included).
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
+    // `$piBlob` references are not text.
+    let hits = json(&env, &["search", "d14a6fe09e3f9b0f", "--json"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(0), "{hits}");
+}
+
+/// Names, counts, parents and the current branch as the port reads them:
+/// the header's `leafId` picks a branch that is not the file's last one.
+#[test]
+fn port_sessions_and_show_follow_the_ports_reading() {
+    let env = port_env();
+    env.sync();
+    let ours = json(&env, &["sessions", "--json"]);
+    for want in expected("pi-agent-rust.json").as_array().expect("array") {
+        let Some(rel) = want["path"].as_str() else {
+            continue;
+        };
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        let got = ours
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["path"] == path.as_str()))
+            .unwrap_or_else(|| panic!("{rel} not listed"));
+        assert_eq!(got["id"], want["id"], "{rel}");
+        assert_eq!(got["agent"], "pi_agent_rust", "{rel}");
+        assert_eq!(
+            got.get("name").unwrap_or(&Value::Null),
+            &want["name"],
+            "{rel}"
+        );
+        assert_eq!(got["messageCount"], want["messageCount"], "{rel}");
+        assert_eq!(
+            got.get("parentSessionPath").unwrap_or(&Value::Null),
+            &want["parentSession"],
+            "{rel}"
+        );
+        if want["branch"].as_array().is_some_and(|b| !b.is_empty()) {
+            let shown = json(&env, &["show", &path, "--json"]);
+            let ids: Vec<&str> = shown
+                .as_array()
+                .expect("entries")
+                .iter()
+                .filter_map(|e| e["id"].as_str())
+                .collect();
+            let branch: Vec<&str> = want["branch"]
+                .as_array()
+                .expect("branch")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert_eq!(ids, branch, "{rel}");
+        }
+    }
+    // The demo session's parent (`branchedFrom`) is linked.
+    let parents =
+        env.sql("SELECT parent_session_id FROM sessions WHERE session_id LIKE 'a1b2c3d4%'");
+    assert_eq!(
+        parents[0]["parent_session_id"],
+        "0f0f0f0f-1111-4222-8333-444455556666"
+    );
+    // Cost: every assistant message, as the port has no other usage.
+    let usage = json(&env, &["usage", "--session", "a1b2c3d4", "--json"]);
+    let cost: f64 = usage
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|row| row["cost"].as_f64())
+        .sum();
+    assert!((cost - 0.0466).abs() < 1e-9, "{cost}");
+}
+
+/// One root with all three agents' files: nothing skipped, `--agent` keeps
+/// each one's sessions on the scope commands, the JSON says which.
+#[test]
+fn a_mixed_tree_keeps_each_agent_apart() {
+    let env = Env::new();
+    copy_tree(&fixtures().join("omp/sessions"), &env.root);
+    copy_tree(&fixtures().join("pi_agent_rust"), &env.root);
+    copy_tree(&fixtures().join("sessions"), &env.root);
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    let count = |agent: &str| -> usize {
+        json(&env, &["sessions", "--all", "--agent", agent, "--json"])
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let pi_files = crate::util::jsonl_files(&fixtures().join("sessions")).len();
+    assert_eq!(count("omp"), 6);
+    assert_eq!(count("pi_agent_rust"), 4);
+    assert_eq!(count("pi"), pi_files);
+    let all = json(&env, &["sessions", "--all", "--json"]);
+    assert!(
+        all.as_array()
+            .expect("array")
+            .iter()
+            .all(|s| ["pi", "omp", "pi_agent_rust"].contains(&s["agent"].as_str().unwrap_or(""))),
+        "every session names its agent"
+    );
+    // Search, usage and tools take it too.
+    let hits = json(&env, &["search", "capybara", "--agent", "omp", "--json"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(0));
+    let hits = json(
+        &env,
+        &["search", "capybara", "--agent", "pi_agent_rust", "--json"],
+    );
+    assert!(hits.as_array().is_some_and(|h| !h.is_empty()));
+    let usage = json(
+        &env,
+        &[
+            "usage",
+            "--agent",
+            "pi_agent_rust",
+            "--by",
+            "session",
+            "--json",
+        ],
+    );
+    assert!(
+        usage.as_array().expect("rows").iter().all(|row| {
+            let key = row["key"].as_str().unwrap_or("");
+            key.starts_with("a1b2c3d4")
+                || key.starts_with("0f0f0f0f")
+                || key.starts_with("5a5a5a5a")
+                || key == "sess-123"
+        }),
+        "{usage}"
+    );
+    let tools = env.run(&["tools", "--agent", "omp", "--json"]);
+    assert!(tools.status.success());
+    let bad = env.run(&["sessions", "--agent", "codex"]);
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "an unknown agent is a usage error"
+    );
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("pi, omp or pi_agent_rust"));
+}
+
+/// `sync` with no `--root` finds oh-my-pi's and the port's own places, and
+/// `roots` says whose each one is; files that are not sessions are not read.
+#[test]
+fn default_roots_of_every_agent_are_synced_and_named() {
+    let env = Env::new();
+    let home = env.dir.path();
+    let omp_file = fs::read_dir(fixtures().join("omp/sessions/-tmp-pi-fixture-omp-home-proj-beta"))
+        .expect("omp fixtures")
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .expect("an omp session");
+    let place = |dir: &Path, name: &str| {
+        fs::create_dir_all(dir).expect("mkdir");
+        fs::copy(&omp_file, dir.join(name)).expect("copy");
+    };
+    place(&home.join(".omp/agent/sessions/-proj"), "a.jsonl");
+    place(
+        &home.join(".omp/profiles/work/agent/sessions/-proj"),
+        "b.jsonl",
+    );
+    place(&home.join("xdg/omp/sessions/-proj"), "c.jsonl");
+    // A session omp wrote outside its root, named by a marker file.
+    let custom = home.join("elsewhere");
+    place(&custom, "d.jsonl");
+    fs::create_dir_all(home.join(".omp/agent/custom-session-files")).expect("mkdir");
+    fs::write(
+        home.join(".omp/agent/custom-session-files/0123abcd"),
+        custom.join("d.jsonl").to_string_lossy().as_bytes(),
+    )
+    .expect("marker");
+    // The port's own root, with what it keeps beside its sessions.
+    let port = home.join("port-sessions");
+    copy_tree(&fixtures().join("pi_agent_rust"), &port);
+    fs::write(port.join("session-index.sqlite"), b"not a session").expect("index");
+    let demo = port.join("--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl");
+    let mut lock = demo.clone().into_os_string();
+    lock.push(".lock");
+    fs::write(&lock, b"").expect("lock");
+    let mut bak = demo.clone().into_os_string();
+    bak.push(".1234.bak");
+    fs::copy(&demo, &bak).expect("bak");
+    fs::create_dir_all(
+        port.join("--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.v2/index"),
+    )
+    .expect("v2");
+    fs::write(
+        port.join(
+            "--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.v2/index/offsets.jsonl",
+        ),
+        b"{\"offset\":0}\n",
+    )
+    .expect("offsets");
+
+    let out = env
+        .command(&["sync", "--json"])
+        .env("XDG_DATA_HOME", home.join("xdg"))
+        .env("PI_SESSIONS_DIR", &port)
+        .env_remove("PI_CODING_AGENT_DIR")
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .env_remove("PI_CONFIG_DIR")
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .expect("sync");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["files_indexed"], 8, "{report}");
+    let roots = json(&env, &["roots", "--json"]);
+    let origin_of = |path: &Path| -> (String, Vec<String>) {
+        let path = path.to_string_lossy();
+        let root = roots
+            .as_array()
+            .and_then(|all| all.iter().find(|r| r["path"] == path.as_ref()))
+            .unwrap_or_else(|| panic!("{path} is not a root: {roots}"));
+        let agents = root["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        (root["origin"].as_str().unwrap_or("").to_owned(), agents)
+    };
+    let omp = vec!["omp".to_owned()];
+    assert_eq!(
+        origin_of(&home.join(".omp/agent/sessions")),
+        ("omp".into(), omp.clone())
+    );
+    assert_eq!(
+        origin_of(&home.join(".omp/profiles/work/agent/sessions")),
+        ("omp_profile".into(), omp.clone())
+    );
+    assert_eq!(
+        origin_of(&home.join("xdg/omp/sessions")),
+        ("omp_xdg".into(), omp.clone())
+    );
+    assert_eq!(origin_of(&custom), ("omp_custom".into(), omp));
+    assert_eq!(
+        origin_of(&port),
+        ("port_env".into(), vec!["pi_agent_rust".to_owned()])
+    );
+}
+
+/// `export` writes each agent's own format back: omp's title slot (as it is
+/// now) before the header, the port's id-less entries and `$piBlob`
+/// references as written; byte for byte for these files.
+#[test]
+fn export_gives_each_agents_file_back() {
+    for env in [omp_env(), port_env()] {
+        env.sync();
+        for file in crate::util::jsonl_files(&env.root) {
+            let path = file.to_string_lossy().into_owned();
+            let out = env.run(&["export", &path]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stdout == fs::read(&file).expect("read"),
+                "{path}: export differs from the file"
+            );
+        }
+    }
+}
+
+/// `resume` runs the agent's own program with its flags: `omp --session`
+/// for oh-my-pi, `pi --session` for the port (its binary is `pi` too).
+#[test]
+fn resume_runs_each_agents_program() {
+    let omp = omp_env();
+    omp.sync();
+    let out = omp.run(&["resume", "01a1f867", "--print"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.contains(" omp --session "), "{line}");
+    let fork = omp.run(&["resume", "01a1f867", "--print", "--fork"]);
+    assert!(String::from_utf8_lossy(&fork.stdout).contains(" omp --fork "));
+    let port = port_env();
+    port.sync();
+    let out = port.run(&["resume", "a1b2c3d4", "--print"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.contains(" pi --session "), "{line}");
+}
+
+/// The port's SQLite session files are read read-only; a save (the port
+/// replaces the whole content) is read again, and the index ends as a fresh
+/// sync of the same tree.
+#[test]
+fn port_sqlite_sessions_are_read_again_when_saved() {
+    let env = port_env();
+    env.sync();
+    let db = env
+        .root
+        .join("--home-u-work-rsdemo--/2026-11-21T10-00-00.000Z_5a5a5a5a.sqlite");
+    let before = fs::read(&db).expect("read");
+    {
+        let conn = rusqlite::Connection::open(&db).expect("open");
+        conn.execute(
+            "INSERT INTO pi_session_entries (seq, json) VALUES (4, ?1)",
+            [r#"{"type":"message","id":"s0000004","parentId":"s0000003","timestamp":"2026-11-21T10:00:04.000Z","message":{"role":"user","content":"one more: manateequay","timestamp":1795255204000}}"#],
+        )
+        .expect("save");
+    }
+    let after = fs::metadata(&db).expect("stat");
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(30);
+    fs::File::options()
+        .write(true)
+        .open(&db)
+        .and_then(|file| file.set_modified(when))
+        .expect("mtime");
+    assert!(after.len() >= before.len() as u64);
+    env.sync();
+    let hits = json(
+        &env,
+        &["search", "manateequay", "--session", "5a5a5a5a", "--json"],
+    );
+    assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+    let fresh = Env::new();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(out.status.success());
+    assert_eq!(
+        crate::util::canonical_dump(&env.db),
+        crate::util::canonical_dump(&fresh.db)
+    );
+}
