@@ -78,21 +78,28 @@ impl Plan {
 
     /// The command line to type in a shell: `cd <cwd> && pi --session <file>`.
     pub fn shell_line(&self, program: &str) -> String {
-        let quote = |text: &str| {
-            shlex::try_quote(text)
-                .map_or_else(|_| format!("{text:?}"), |quoted| quoted.into_owned())
-        };
-        let mut line = format!(
+        format!(
             "cd {} && {}",
             quote(&self.cwd.to_string_lossy()),
-            quote(program)
-        );
+            self.command_line(program)
+        )
+    }
+
+    /// `pi --session <file>` alone, to run where the shell is (the
+    /// session's directory being gone).
+    pub fn command_line(&self, program: &str) -> String {
+        let mut line = quote(program);
         for arg in self.args() {
             line.push(' ');
             line.push_str(&quote(&arg));
         }
         line
     }
+}
+
+/// A word as a POSIX shell reads it back.
+fn quote(text: &str) -> String {
+    shlex::try_quote(text).map_or_else(|_| format!("{text:?}"), |quoted| quoted.into_owned())
 }
 
 /// Plans the resume of `session`, started from `current_dir`, rebuilding

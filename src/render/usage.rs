@@ -282,7 +282,7 @@ pub fn write_tools(
 }
 
 /// `850 ms`, `12.3 s`, `4.0 min`.
-fn duration(ms: i64) -> String {
+pub fn duration(ms: i64) -> String {
     if ms < 1000 {
         format!("{ms} ms")
     } else if ms < 60_000 {
@@ -293,7 +293,7 @@ fn duration(ms: i64) -> String {
 }
 
 /// `512 B`, `12.3 KB`, `4.5 MB`.
-fn bytes(n: i64) -> String {
+pub fn bytes(n: i64) -> String {
     if n < 1024 {
         format!("{n} B")
     } else if n < 1024 * 1024 {

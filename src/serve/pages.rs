@@ -22,6 +22,7 @@ use crate::query::sessions::{self as session_query, SessionsQuery};
 use crate::query::subagents::{self, SubagentRun, SubagentsQuery};
 use crate::query::tree::{self, ContextItem, ContextKind, SessionTree, build_context, outline};
 use crate::query::usage::{GroupBy, UsageReport, UsageRow};
+use crate::render::usage::{bytes, duration};
 use crate::render::{group_digits, money};
 use crate::resume::{Mode, Plan};
 
@@ -512,33 +513,51 @@ pub fn session(
     }
     // The command that resumes it in Pi (what `piidx resume --print` prints
     // when the file is there; `piidx resume` rebuilds a gone one first).
-    let run_in = if !cwd.is_empty() && std::path::Path::new(cwd).is_dir() {
-        cwd.to_owned()
-    } else {
-        ".".to_owned()
-    };
+    let cwd_here = !cwd.is_empty() && std::path::Path::new(cwd).is_dir();
     let plan = Plan {
         file: tree.session.path.clone().into(),
-        cwd: run_in.into(),
+        cwd: cwd.into(),
         mode: Mode::Resume,
         rebuilt: false,
         missing_cwd: None,
         program: "pi",
     };
     // oh-my-pi's sessions resume in `omp`.
-    let command = if std::path::Path::new(&tree.session.path).is_file() {
-        plan.shell_line(session_query::program_of(&session_query::agent_of(
-            index,
-            tree.session.file_id,
-        )?))
-    } else {
-        format!("piidx resume {session_id}")
+    let program = session_query::program_of(&session_query::agent_of(index, tree.session.file_id)?);
+    let file_here = std::path::Path::new(&tree.session.path).is_file();
+    let (command, why) = match (file_here, cwd_here) {
+        (true, true) => (plan.shell_line(program), String::new()),
+        // Pi starts where it is run: say so rather than `cd .`.
+        (true, false) => (
+            plan.command_line(program),
+            format!(
+                "The session's directory {} is not on this machine: Pi starts in the directory you run this from.",
+                if cwd.is_empty() {
+                    "(none recorded)"
+                } else {
+                    cwd
+                }
+            ),
+        ),
+        (false, _) => (
+            format!("piidx resume {session_id}"),
+            "The session file is gone: piidx resume writes it back from the index first."
+                .to_owned(),
+        ),
     };
     let _ = write!(
         main,
-        "<div class=\"resume\"><span>Resume in Pi</span><code id=\"resume\">{}</code><button type=\"button\" data-copy=\"resume\">copy</button></div></section>",
+        "<div class=\"resume\"><span>Resume in Pi</span><code id=\"resume\">{}</code><button type=\"button\" data-copy=\"resume\">copy</button></div>",
         esc(&command)
     );
+    if !why.is_empty() {
+        let _ = write!(
+            main,
+            "<p class=\"hint\" id=\"resume-why\">{}</p>",
+            esc(&why)
+        );
+    }
+    main.push_str("</section>");
     let tree_first = params.get("view") == Some("tree");
     let (t_on, r_on) = if tree_first { ("", " on") } else { (" on", "") };
     let branch_note = match leaf {
@@ -1217,10 +1236,23 @@ impl<'a> Transcript<'a> {
     }
 }
 
-/// A tool call's arguments as shown: one string argument as it is (a
-/// command, a path), else pretty JSON.
+/// A tool call's arguments as shown: a shell command as `$ command` (its
+/// other arguments after it, as `# key: value`), one string argument as it
+/// is (a path), else pretty JSON.
 fn arguments_text(call: &Value) -> String {
     let args = call.get("arguments").unwrap_or(&Value::Null);
+    if let Some(command) = args.get("command").and_then(Value::as_str) {
+        let mut text = format!("$ {command}");
+        for (key, value) in args.as_object().into_iter().flatten() {
+            if key != "command" {
+                let value = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                let _ = write!(text, "\n# {key}: {value}");
+            }
+        }
+        return text;
+    }
     match args {
         Value::Object(map) if map.len() == 1 => match map.values().next() {
             Some(Value::String(s)) => s.clone(),
@@ -1363,10 +1395,18 @@ fn run_row(run: &SubagentRun, out: &mut String) {
 /// `/usage`: cost and tokens over time (day, week or month), by model and
 /// by project (each a link that filters the page), and tool statistics.
 pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<Answer, Failure> {
-    let period = params.choice("by", &["day", "week", "month"])?;
+    // `by` takes every grouping the CLI and the API take: a period is the
+    // charts' step; any other grouping is shown first, by day.
+    let by = params.choice("by", &GroupBy::NAMES)?;
+    let grouping = GroupBy::named(by).unwrap_or_default();
+    let period = if grouping.is_time() { by } else { "day" };
     let over_time = api::usage_report(local, params, GroupBy::named(period).unwrap_or_default())?;
     let by_model = api::usage_report(local, params, GroupBy::Model)?;
     let by_project = api::usage_report(local, params, GroupBy::Project)?;
+    let first = match grouping {
+        GroupBy::Provider | GroupBy::Session => Some(api::usage_report(local, params, grouping)?),
+        _ => None,
+    };
     let tool_params = Params::parse(&params.with(&[], &["by", "model", "limit"]));
     let tools = api::tool_stats(local, &tool_params)?;
     let mut main = String::new();
@@ -1406,16 +1446,26 @@ pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<An
             esc(&over_time.unpriced_models.join(", "))
         );
     }
+    if let Some(report) = &first {
+        let _ = write!(main, "<h2>By {by}</h2>");
+        key_chart(report, by, params, &mut main);
+    }
     let _ = write!(main, "<h2>Cost per {period}</h2>");
     time_chart(&over_time, &mut main, Series::Cost);
     let _ = write!(main, "<h2>Tokens per {period}</h2>");
     time_chart(&over_time, &mut main, Series::Tokens);
-    main.push_str("<div class=\"cols\"><div><h2>By model</h2>");
-    key_chart(&by_model, "model", params, &mut main);
-    main.push_str("</div><div><h2>By project</h2>");
-    key_chart(&by_project, "project", params, &mut main);
+    // The grouping asked for comes first.
+    let (left, right) = if grouping == GroupBy::Project {
+        ((&by_project, "project"), (&by_model, "model"))
+    } else {
+        ((&by_model, "model"), (&by_project, "project"))
+    };
+    let _ = write!(main, "<div class=\"cols\"><div><h2>By {}</h2>", left.1);
+    key_chart(left.0, left.1, params, &mut main);
+    let _ = write!(main, "</div><div><h2>By {}</h2>", right.1);
+    key_chart(right.0, right.1, params, &mut main);
     main.push_str("</div></div>");
-    main.push_str("<h2>Tools</h2><table class=\"tools\"><thead><tr><th>tool</th><th class=\"num\">calls</th><th class=\"num\">errors</th><th class=\"num\">error rate</th><th class=\"num\">no result</th><th class=\"num\">median ms</th><th class=\"num\">p95 ms</th><th class=\"num\">largest output</th></tr></thead><tbody>");
+    main.push_str("<h2>Tools</h2><table class=\"tools\"><thead><tr><th>tool</th><th class=\"num\">calls</th><th class=\"num\">errors</th><th class=\"num\">error rate</th><th class=\"num\">no result</th><th class=\"num\">median</th><th class=\"num\">p95</th><th class=\"num\">largest output</th></tr></thead><tbody>");
     for tool in &tools {
         let _ = write!(
             main,
@@ -1425,9 +1475,9 @@ pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<An
             group_digits(tool.errors),
             tool.error_rate * 100.0,
             group_digits(tool.no_result),
-            tool.median_ms.map(group_digits).unwrap_or_default(),
-            tool.p95_ms.map(group_digits).unwrap_or_default(),
-            tool.max_result_len.map(group_digits).unwrap_or_default()
+            tool.median_ms.map(duration).unwrap_or_default(),
+            tool.p95_ms.map(duration).unwrap_or_default(),
+            tool.max_result_len.map(bytes).unwrap_or_default()
         );
     }
     main.push_str("</tbody></table></section>");

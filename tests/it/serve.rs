@@ -882,3 +882,50 @@ fn slow_or_huge_searches_do_not_hold_the_server() {
         assert!(String::from_utf8_lossy(&body).contains("time limit"));
     }
 }
+
+/// The details a user meets on the pages: `/usage?by=model` (any grouping
+/// the CLI takes) is a page, not a 400; tool times and sizes read as the
+/// CLI prints them; a bash call reads `$ command`; a session whose cwd is
+/// not on this machine says where Pi will start instead of `cd .`.
+#[test]
+fn pages_read_as_the_cli_does() {
+    let (env, _) = indexed();
+    let served = Served::start(&env, &[]);
+    for by in ["model", "provider", "project", "session", "week"] {
+        let (status, _, body) = served.get(&format!("/usage?by={by}"), &[]);
+        assert_eq!(status, 200, "by={by}: {}", String::from_utf8_lossy(&body));
+    }
+    let (_, _, body) = served.get("/usage", &[]);
+    let body = String::from_utf8_lossy(&body);
+    let tools = &body[body
+        .find("<table class=\"tools\"")
+        .expect("the tools table")..];
+    assert!(!tools.contains("median ms"), "{tools}");
+    assert!(
+        tools.contains(" ms<") || tools.contains(" s<"),
+        "durations with units: {tools}"
+    );
+    assert!(
+        tools.contains(" B<") || tools.contains(" KB<") || tools.contains(" MB<"),
+        "{tools}"
+    );
+
+    let (_, _, body) = served.get("/s/019c165b", &[]);
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains("$ ls tests/"),
+        "a bash call as a command line"
+    );
+    // The fixtures' cwds (/home/user/…) are not on this machine.
+    assert!(!body.contains("cd . &amp;&amp;"), "{body}");
+    assert!(
+        body.contains("id=\"resume-why\""),
+        "the resume box says why"
+    );
+    let resume = &body[body.find("id=\"resume\"").expect("resume box")..];
+    assert!(
+        resume.starts_with("id=\"resume\">pi --session "),
+        "{}",
+        &resume[..80]
+    );
+}

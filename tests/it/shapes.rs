@@ -48,10 +48,15 @@ fn sessions_equal_pi_listall() {
     assert_eq!(summary["parse_errors"], 1, "only the glued line: {summary}");
     let out = env.run(&["sessions", "--json"]);
     let root = env.root.to_string_lossy().into_owned();
-    let ours: Vec<Value> = serde_json::from_str(
+    let mut ours: Vec<Value> = serde_json::from_str(
         &String::from_utf8_lossy(&out.stdout).replace(&root, "/tmp/pi-fixture-shapes"),
     )
     .expect("sessions --json");
+    // piidx's own field: which agent wrote the session.
+    for info in &mut ours {
+        let agent = info.as_object_mut().and_then(|info| info.remove("agent"));
+        assert_eq!(agent, Some(Value::from("pi")), "{info}");
+    }
     let mut theirs: Vec<Value> = serde_json::from_slice(
         &fs::read(fixtures().join("expected/listall-shapes.json")).expect("expected"),
     )

@@ -19,7 +19,7 @@ use crate::query::scope::Columns;
 pub const MAX_TERMS: usize = 32;
 
 /// The longest query text, in bytes.
-pub const MAX_QUERY_BYTES: usize = 2048;
+pub const MAX_QUERY_BYTES: usize = 16 * 1024;
 
 /// The most distinct `--type` values: each is a branch of the SQL
 /// expression (repeated values, and `--role`'s, are merged first).
