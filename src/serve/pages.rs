@@ -1451,9 +1451,9 @@ pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<An
         key_chart(report, by, params, &mut main);
     }
     let _ = write!(main, "<h2>Cost per {period}</h2>");
-    time_chart(&over_time, &mut main, Series::Cost);
+    time_chart(&over_time, period, &mut main, Series::Cost);
     let _ = write!(main, "<h2>Tokens per {period}</h2>");
-    time_chart(&over_time, &mut main, Series::Tokens);
+    time_chart(&over_time, period, &mut main, Series::Tokens);
     // The grouping asked for comes first.
     let (left, right) = if grouping == GroupBy::Project {
         ((&by_project, "project"), (&by_model, "model"))
@@ -1498,7 +1498,7 @@ const PAD_B: f64 = 28.0;
 const PAD_T: f64 = 16.0;
 
 /// Bars per period, as inline SVG: cost, or tokens stacked by kind.
-fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
+fn time_chart(report: &UsageReport, period: &str, out: &mut String, series: Series) {
     let rows = &report.rows;
     if rows.is_empty() {
         out.push_str("<p class=\"hint\">No usage recorded in this selection.</p>");
@@ -1522,7 +1522,10 @@ fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
         .max(f64::MIN_POSITIVE);
     let plot_w = CHART_W - PAD_L - 8.0;
     let plot_h = CHART_H - PAD_B - PAD_T;
-    let slot = plot_w / rows.len() as f64;
+    // A real time axis: each period at its place from the first to the
+    // last, empty ones as gaps (a key that is not a period: one slot each).
+    let axis = Axis::of(rows, period);
+    let slot = plot_w / axis.slots as f64;
     let bar = (slot * 0.8).max(1.0);
     let label = |v: f64| match series {
         Series::Cost => money(v),
@@ -1556,24 +1559,29 @@ fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
             esc(&label(v))
         );
     }
-    // A day's label without its year; as many labels as fit (7 units a
-    // character), evenly spaced.
-    let short = |key: &str| -> String {
-        match key.as_bytes() {
-            [_, _, _, _, b'-', _, _, b'-', _, _] => key[5..].to_owned(),
-            _ => key.to_owned(),
-        }
-    };
+    // Labels with their year, as many as fit (7 units a character),
+    // every `every` slots along the axis.
     let widest = rows
         .iter()
-        .map(|r| short(&r.key).chars().count())
+        .map(|r| r.key.chars().count())
         .max()
         .unwrap_or(1) as f64
         * 7.0
         + 10.0;
     let every = ((widest / slot).ceil() as usize).max(1);
+    // Every other label is `alt`: a narrow screen shows half of them, larger.
+    for (n, at) in (0..axis.slots).step_by(every).enumerate() {
+        let _ = write!(
+            out,
+            "<text class=\"axis{}\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            if n % 2 == 1 { " alt" } else { "" },
+            PAD_L + slot * at as f64 + slot / 2.0,
+            CHART_H - 8.0,
+            esc(&axis.label(at, rows))
+        );
+    }
     for (i, row) in rows.iter().enumerate() {
-        let x = PAD_L + slot * i as f64 + (slot - bar) / 2.0;
+        let x = PAD_L + slot * axis.slot(i) as f64 + (slot - bar) / 2.0;
         let mut y = PAD_T + plot_h;
         let values = parts(row);
         for (k, value) in values.iter().enumerate() {
@@ -1593,19 +1601,101 @@ fn time_chart(report: &UsageReport, out: &mut String, series: Series) {
                 })
             );
         }
-        if i % every == 0 {
-            let _ = write!(
-                out,
-                "<text class=\"axis\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                x + bar / 2.0,
-                CHART_H - 8.0,
-                esc(&short(&row.key))
-            );
-        }
     }
     out.push_str("</svg>");
     if series == Series::Tokens {
         out.push_str("<p class=\"legend\"><i class=\"s0\"></i>input <i class=\"s1\"></i>output <i class=\"s2\"></i>cache read <i class=\"s3\"></i>cache write</p>");
+    }
+}
+
+/// Where a report's periods fall on a time axis: `positions[i]` is row
+/// `i`'s period as a number (a day, a week's Monday / 7, a month), and
+/// the axis runs from the first to the last; `None` when a key is not a
+/// period of `step` (then each row is a slot, in order).
+struct Axis {
+    step: &'static str,
+    positions: Option<Vec<i64>>,
+    slots: usize,
+}
+
+/// The most slots an axis spreads over (ten years of days); a longer span
+/// is drawn a row a slot.
+const MAX_SLOTS: i64 = 3660;
+
+impl Axis {
+    fn of(rows: &[UsageRow], period: &str) -> Axis {
+        let step = match period {
+            "week" => "week",
+            "month" => "month",
+            _ => "day",
+        };
+        let positions: Option<Vec<i64>> = rows.iter().map(|row| position(step, &row.key)).collect();
+        let span = positions
+            .as_ref()
+            .and_then(|p| Some(p.iter().max()? - p.iter().min()? + 1))
+            .filter(|span| (1..=MAX_SLOTS).contains(span));
+        match (positions, span) {
+            (Some(positions), Some(span)) => Axis {
+                step,
+                positions: Some(positions),
+                slots: span as usize,
+            },
+            _ => Axis {
+                step,
+                positions: None,
+                slots: rows.len().max(1),
+            },
+        }
+    }
+
+    fn first(&self) -> i64 {
+        self.positions
+            .as_ref()
+            .and_then(|p| p.iter().min().copied())
+            .unwrap_or(0)
+    }
+
+    /// Row `i`'s slot.
+    fn slot(&self, i: usize) -> usize {
+        match &self.positions {
+            Some(positions) => (positions[i] - self.first()) as usize,
+            None => i,
+        }
+    }
+
+    /// The label of slot `at`: its period, year included.
+    fn label(&self, at: usize, rows: &[UsageRow]) -> String {
+        if self.positions.is_none() {
+            return rows.get(at).map(|row| row.key.clone()).unwrap_or_default();
+        }
+        let n = self.first() + at as i64;
+        match self.step {
+            "week" => crate::query::tz::format_iso_week(n * 7 + 4),
+            "month" => format!("{:04}-{:02}", n.div_euclid(12), n.rem_euclid(12) + 1),
+            _ => crate::query::tz::format_day(n),
+        }
+    }
+}
+
+/// A period key as a number: `YYYY-MM-DD` its day, `YYYY-Www` its Monday's
+/// day less 4, over 7 (1970-01-05 was a Monday), `YYYY-MM` months since
+/// year 0.
+fn position(step: &str, key: &str) -> Option<i64> {
+    match step {
+        "day" => crate::time::parse_day(key).filter(|_| key.len() == 10),
+        "week" => {
+            let (year, week) = key.split_once("-W")?;
+            let (year, week): (i64, i64) = (year.parse().ok()?, week.parse().ok()?);
+            // Week 1 holds January 4th.
+            let jan4 = crate::time::days_from_civil(year, 1, 4);
+            let monday = jan4 - (jan4 + 3).rem_euclid(7) + (week - 1) * 7;
+            Some((monday - 4).div_euclid(7))
+        }
+        _ => {
+            let (year, month) = key.split_once('-')?;
+            let (year, month): (i64, i64) = (year.parse().ok()?, month.parse().ok()?);
+            (1..=12).contains(&month).then_some(year * 12 + month - 1)
+        }
     }
 }
 
@@ -1673,5 +1763,38 @@ fn compact(v: f64) -> String {
         format!("{:.1}k", v / 1e3)
     } else {
         format!("{v:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_are_numbers_on_a_time_axis() {
+        let day = |key| position("day", key).unwrap();
+        assert_eq!(day("2026-03-01") - day("2026-02-28"), 1);
+        assert_eq!(day("2025-01-01") - day("2024-12-31"), 1);
+        let week = |key| position("week", key).unwrap();
+        assert_eq!(week("2026-W01") - week("2025-W52"), 1);
+        assert_eq!(week("2026-W10") - week("2026-W01"), 9);
+        // Labels give the keys back, year included.
+        let axis = Axis {
+            step: "week",
+            positions: Some(vec![week("2025-W52"), week("2026-W02")]),
+            slots: 3,
+        };
+        assert_eq!(axis.label(0, &[]), "2025-W52");
+        assert_eq!(axis.label(1, &[]), "2026-W01");
+        let month = |key| position("month", key).unwrap();
+        assert_eq!(month("2026-01") - month("2025-12"), 1);
+        let axis = Axis {
+            step: "month",
+            positions: Some(vec![month("2025-11")]),
+            slots: 1,
+        };
+        assert_eq!(axis.label(0, &[]), "2025-11");
+        assert_eq!(position("day", "claude-opus"), None);
+        assert_eq!(position("month", "2026-13"), None);
     }
 }

@@ -615,6 +615,30 @@ fn pages_in_a_headless_browser() {
         browser.eval("document.querySelector('svg.chart[data-chart=cost]').getBoundingClientRect().height > 50"),
         json!(true)
     );
+    // A real time axis: labels with their year, days without usage as gaps
+    // (bars further apart than one slot where days are missing).
+    let first_label = browser.eval(
+        "document.querySelector('svg.chart[data-chart=cost] text[text-anchor=middle]').textContent",
+    );
+    assert!(
+        first_label
+            .as_str()
+            .is_some_and(|l| l.len() == 10 && l.starts_with("20")),
+        "{first_label}"
+    );
+    let xs = browser.eval("Array.from(document.querySelectorAll('svg.chart[data-chart=cost] rect')).map(r => Number(r.getAttribute('x')))");
+    let xs: Vec<f64> = xs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    let steps: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+    let smallest = steps.iter().copied().fold(f64::MAX, f64::min);
+    assert!(
+        steps.iter().any(|step| *step > smallest * 1.5),
+        "gaps between days without usage: {steps:?}"
+    );
     assert!(
         browser
             .eval("document.querySelectorAll('table.tools tbody tr').length")
