@@ -34,6 +34,72 @@ pub fn push_esc(out: &mut String, text: &str) {
     }
 }
 
+/// An assistant's Markdown as HTML, with nothing from the session able to
+/// act: raw HTML in it is shown as text (escaped), a link keeps only an
+/// http(s), mailto or relative target, and an image becomes a link to it
+/// (the pages load no image from elsewhere). Control characters are shown
+/// as `push_esc` shows them.
+pub fn markdown(text: &str) -> String {
+    use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
+    let safe_url = |url: &str| {
+        let lower = url.trim().to_ascii_lowercase();
+        let scheme = lower.split_once(':').map(|(scheme, _)| scheme);
+        match scheme {
+            None => true,
+            Some(scheme) if scheme.contains(['/', '?', '#']) => true,
+            Some(scheme) => matches!(scheme, "http" | "https" | "mailto"),
+        }
+    };
+    let shown = |text: &str| -> String {
+        let mut out = String::new();
+        for c in text.chars() {
+            match c {
+                '\n' | '\t' => out.push(c),
+                c if (c as u32) < 0x20 => {
+                    out.push('^');
+                    out.push((c as u8 + b'@') as char);
+                }
+                '\u{7f}' => out.push_str("^?"),
+                c => out.push(c),
+            }
+        }
+        out
+    };
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let events = Parser::new_ext(text, options).map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(CowStr::from(shown(&raw))),
+        Event::Text(text) => Event::Text(CowStr::from(shown(&text))),
+        Event::Code(code) => Event::Code(CowStr::from(shown(&code))),
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        })
+        | Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: if safe_url(&dest_url) {
+                dest_url
+            } else {
+                CowStr::from("")
+            },
+            title,
+            id,
+        }),
+        Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
+        other => other,
+    });
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    pulldown_cmark::html::push_html(&mut out, events);
+    out
+}
+
 /// A search snippet: escaped, its matches in `<mark>`.
 pub fn snippet(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 32);
@@ -130,6 +196,35 @@ pub fn page(title: &str, nav: Nav, live: bool, main: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_is_rendered_and_nothing_in_it_acts() {
+        let html = markdown("Run **this**:\n\n```sh\ncargo test\n```\n\n- a\n- b\n");
+        assert!(html.contains("<strong>this</strong>"), "{html}");
+        assert!(
+            html.contains("<pre><code class=\"language-sh\">cargo test"),
+            "{html}"
+        );
+        assert!(html.contains("<li>a</li>"), "{html}");
+        let html = markdown(
+            "<script>window.pwned=1</script>\n\nsee <img src=x onerror=alert(1)> [x](javascript:alert(1)) [y](JavaScript:alert(2)) ![i](http://evil/x.png) [ok](https://example.org) \u{1b}[1m",
+        );
+        assert!(
+            !html.contains("<script") && !html.contains("<img"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;script&gt;") && html.contains("&lt;img"),
+            "{html}"
+        );
+        assert!(!html.to_lowercase().contains("href=\"javascript"), "{html}");
+        assert!(html.contains("href=\"https://example.org\""), "{html}");
+        assert!(
+            html.contains("href=\"http://evil/x.png\""),
+            "an image is a link: {html}"
+        );
+        assert!(html.contains("^[[1m"), "{html}");
+    }
 
     #[test]
     fn escapes_markup() {

@@ -686,6 +686,8 @@ struct Transcript<'a> {
     out: &'a mut String,
     /// Where the page shows every output whole; `None`: it does.
     full_href: Option<String>,
+    /// Text blocks are Markdown (an assistant's answer), rendered as such.
+    markdown: bool,
 }
 
 /// Bytes of a tool output (or system prompt) shown before it is cut: a
@@ -713,6 +715,7 @@ impl<'a> Transcript<'a> {
             session,
             out,
             full_href,
+            markdown: false,
         }
     }
 
@@ -883,8 +886,13 @@ impl<'a> Transcript<'a> {
         if text.trim().is_empty() {
             return;
         }
-        self.out.push_str("<div class=\"text\">");
-        push_esc(self.out, text.trim_end());
+        if self.markdown {
+            self.out.push_str("<div class=\"text md\">");
+            self.out.push_str(&html::markdown(text.trim_end()));
+        } else {
+            self.out.push_str("<div class=\"text\">");
+            push_esc(self.out, text.trim_end());
+        }
         self.out.push_str("</div>");
     }
 
@@ -988,7 +996,9 @@ impl<'a> Transcript<'a> {
                 self.edit_mark(item);
                 self.usage(message);
                 self.out.push_str("</header>");
+                self.markdown = true;
                 self.content(Some(index), message.get("content"), "$.message.content");
+                self.markdown = false;
                 let calls = message
                     .get("content")
                     .and_then(Value::as_array)
