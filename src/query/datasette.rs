@@ -33,7 +33,7 @@ const USAGE_BY_DAY: &str = "SELECT day, sum(records) AS records, sum(total_token
 const TRANSCRIPT: &str = "SELECT coalesce(timestamp,
                 strftime('%Y-%m-%dT%H:%M:%fZ', timestamp_ms / 1000.0, 'unixepoch')) AS time,
        role, tool_name, text, entry_id
-  FROM messages
+  FROM messages_full
  WHERE session_id = :session_id
  ORDER BY file_id, entry_rowid";
 

@@ -57,7 +57,7 @@ pub fn list(
     let sql = format!(
         "SELECT s.session_id, s.file_path, e.entry_id, e.timestamp, t.kind, t.json_path,
                 e.timestamp_ms, e.byte_offset, e.obj_in_line, t.text
-           FROM texts t
+           FROM texts_full t
            JOIN entries e ON e.entry_rowid = t.entry_rowid
            JOIN sessions s ON s.file_id = t.file_id
           WHERE t.text IS NOT NULL{}",

@@ -493,3 +493,101 @@ fn the_database_remembers_its_roots_until_one_is_forgotten() {
     let _ = env.run(&["sync", "-q"]);
     assert_eq!(env.count("SELECT count(*) FROM sessions"), 0);
 }
+
+/// The views that read deflated text and so need `sqlar_uncompress`
+/// (docs/schema.md, migration 0021); every other table and view opens in
+/// any SQLite.
+const NEED_THE_FUNCTION: &[&str] = &[
+    "v_shared_texts",
+    "v_shared_values",
+    "fts_content",
+    "v_entries_full",
+    "texts_full",
+    "messages_full",
+    "tool_calls_full",
+];
+
+/// Every table and view but those, in Python's `sqlite3` with nothing
+/// registered, and the core views through a plain Datasette (no plugin):
+/// they open, and say where a value is deflated (the subagents fixture
+/// holds a 2 MB tool output, stored deflated).
+#[test]
+fn every_core_view_opens_without_piidx_in_python_and_datasette() {
+    let env = synced();
+    let names: Vec<String> = env
+        .sql("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .iter()
+        .filter_map(|row| row["name"].as_str().map(str::to_owned))
+        .filter(|name| !NEED_THE_FUNCTION.contains(&name.as_str()))
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "messages") && names.len() > 30,
+        "{names:?}"
+    );
+    let script = "import sqlite3, sys\n\
+        conn = sqlite3.connect(sys.argv[1])\n\
+        for name in sys.argv[2:]:\n\
+        \x20   conn.execute('SELECT * FROM \"%s\" LIMIT 5' % name).fetchall()\n\
+        print(conn.execute(\"SELECT count(*) FROM texts WHERE deflated = 1 AND text IS NULL\").fetchone()[0])\n\
+        print(conn.execute(\"SELECT count(*) FROM messages WHERE complete = 0 AND text LIKE '%[deflated: %'\").fetchone()[0])\n";
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&env.db)
+        .args(&names)
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counts: Vec<&str> = stdout.lines().collect();
+    assert!(
+        counts.iter().all(|n| *n != "0"),
+        "deflated values named: {counts:?}"
+    );
+
+    // A plain Datasette: no metadata, no plugin.
+    let mut child = Command::new("datasette")
+        .arg("serve")
+        .arg(&env.db)
+        .args(["--port", "0", "--host", "127.0.0.1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run datasette");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut server = Server(child);
+    let mut lines = BufReader::new(stderr).lines();
+    let mut port = None;
+    for line in lines.by_ref() {
+        let line = line.expect("datasette output");
+        if let Some(at) = line.find("http://127.0.0.1:") {
+            let digits: String = line[at + 17..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            port = digits.parse::<u16>().ok();
+            break;
+        }
+    }
+    let Some(port) = port else {
+        let _ = server.0.wait();
+        panic!("datasette did not start");
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no server on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for view in ["messages", "texts", "tool_calls", "v_entries"] {
+        let rows = get_json(port, &format!("/index/{view}.json?_shape=array&_size=5"));
+        assert!(!rows.is_empty(), "{view}");
+    }
+}

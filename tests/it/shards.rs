@@ -238,7 +238,19 @@ fn undo(migration: usize) -> String {
     let shared = include_str!("../../migrations/0011_shared_texts.sql");
     let lean = include_str!("../../migrations/0017_lean.sql");
     let copies = include_str!("../../migrations/0009_copies.sql");
+    let exact = include_str!("../../migrations/0018_exact_lines.sql");
     match migration {
+        // The core views readable anywhere (0021_views_anywhere.sql): back to
+        // 0017's and 0018's inflating ones.
+        20 => format!(
+            "DROP VIEW tool_calls; DROP VIEW messages; DROP VIEW texts; DROP VIEW v_entries;
+             DROP VIEW tool_calls_full; DROP VIEW messages_full; DROP VIEW texts_full;
+             DROP VIEW v_entries_full; {} {} {} {}",
+            view(lean, "v_entries"),
+            view(lean, "texts"),
+            view(lean, "messages"),
+            view(exact, "tool_calls"),
+        ),
         // Agents (0019_agents.sql).
         19 => "DROP INDEX sessions_agent;
                ALTER TABLE sessions DROP COLUMN agent;
