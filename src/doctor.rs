@@ -81,6 +81,10 @@ pub struct Findings {
     /// Files the index holds as skipped (not sessions), with why; not a
     /// problem, but never silent.
     pub skipped: Vec<crate::sync::SkippedFile>,
+    /// What sessions name outside their JSONL that is not there (omp's full
+    /// tool outputs, `N.<tool>.log`): warnings, not problems (the session
+    /// is indexed whole; only that text is not searchable).
+    pub missing_outside: Vec<String>,
 }
 
 /// Where an `--absent` text still is; `text` masked past its first four
@@ -386,6 +390,11 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     }
     findings.fts = store.fts_check();
     findings.stale_copies = store.stale_copies()?;
+    for (path, line, id) in store.missing_tool_outputs()? {
+        findings.missing_outside.push(format!(
+            "{path}:{line}: the tool result's full output (artifact://{id}, {id}.<tool>.log in the session's folder) is missing"
+        ));
+    }
     let states = store.file_states()?;
     let counts = store.file_counts()?;
     // A file is read again as sync read it: with the index's redaction.

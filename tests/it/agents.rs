@@ -232,6 +232,7 @@ const OMP_WORDS: &[(&str, &str, &str)] = &[
     ("ibisloop", "01a1f82f-1e80", "pythonExecution code/output"),
     ("okapidrum", "01a1f82f-1e80", "bashExecution"),
     ("koalabrisk", "01a1f82f-1e80", "compaction summary"),
+    ("yakfjord", "01a1f82f-1e80", "full tool output (0.bash.log)"),
     (
         "\"fix summary\"",
         "01a1f82f-1e80",
@@ -674,4 +675,147 @@ fn port_sqlite_sessions_are_read_again_when_saved() {
         crate::util::canonical_dump(&env.db),
         crate::util::canonical_dump(&fresh.db)
     );
+}
+
+/// The alpha session's truncated `read` result and its full output.
+fn alpha_output(env: &Env) -> std::path::PathBuf {
+    let folder = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("66515f90587b.jsonl"))
+        .expect("alpha session")
+        .with_extension("");
+    folder.join("0.bash.log")
+}
+
+/// A fresh index of `env`'s root holds what `env`'s index holds.
+fn same_as_fresh(env: &Env) {
+    let fresh = Env::new();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(out.status.success());
+    assert_eq!(
+        crate::util::canonical_dump(&env.db),
+        crate::util::canonical_dump(&fresh.db)
+    );
+}
+
+/// omp's full output of a truncated tool result (`<session>/0.bash.log`,
+/// named `artifact://0` by the result) is searched as part of that result,
+/// and the hit says which file it is in; a `.log` that goes, comes back or
+/// changes converges to what a fresh sync gives; a missing one is a doctor
+/// warning, never a failure, and the JSONL exports unchanged.
+#[test]
+fn omp_full_tool_output_is_searched_with_its_tool_result() {
+    let env = omp_env();
+    env.sync();
+    let log = alpha_output(&env);
+    let hits = json(
+        &env,
+        &["search", "yakfjord", "--session", "01a1f82f-1e80", "--json"],
+    );
+    let hits = hits.as_array().expect("hits");
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+    let hit = &hits[0];
+    assert_eq!(hit["entry_id"], "12b3e3bc");
+    assert_eq!(hit["role"], "tool_result");
+    assert_eq!(hit["tool_name"], "read");
+    assert_eq!(hit["json_path"], "artifact://0");
+    assert_eq!(hit["full_output"], log.to_string_lossy().as_ref());
+    assert!(
+        hit["snippet"]
+            .as_str()
+            .is_some_and(|s| s.contains("yakfjord")),
+        "{hit}"
+    );
+    let text = env.run(&["search", "yakfjord"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("in the full output of the tool result (artifact://0)"),
+        "{text}"
+    );
+    assert!(text.contains("0.bash.log"), "{text}");
+    // Only in its own session, and not in a --raw search of the shards.
+    let elsewhere = json(
+        &env,
+        &["search", "yakfjord", "--session", "01a1f867", "--json"],
+    );
+    assert_eq!(elsewhere.as_array().map(Vec::len), Some(0), "{elsewhere}");
+    // Export is the JSONL, byte for byte (the .log is not part of it).
+    let session = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("66515f90587b.jsonl"))
+        .expect("alpha session");
+    let exported = env.run(&["export", "01a1f82f-1e80-765c-bda8-66515f90587b"]);
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    assert_eq!(exported.stdout, fs::read(&session).expect("read session"));
+
+    // Gone: a warning from doctor, no failure, no hit.
+    let saved = fs::read(&log).expect("read log");
+    fs::remove_file(&log).expect("remove log");
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    let hits = json(&env, &["search", "yakfjord", "--json"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(0), "{hits}");
+    let doctor = env.run(&["doctor", "--json"]);
+    assert!(
+        doctor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    let doctor: Value = serde_json::from_slice(&doctor.stdout).expect("doctor JSON");
+    assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
+    let missing = doctor["findings"]["missing_outside"]
+        .as_array()
+        .expect("missing_outside");
+    assert_eq!(missing.len(), 1, "{doctor}");
+    assert!(
+        missing[0]
+            .as_str()
+            .is_some_and(|m| m.contains(":8:") && m.contains("artifact://0")),
+        "{doctor}"
+    );
+    same_as_fresh(&env);
+
+    // Back, then changed: found again, and the new text replaces the old.
+    fs::write(&log, &saved).expect("restore log");
+    env.sync();
+    let hits = json(
+        &env,
+        &["search", "yakfjord", "--session", "01a1f82f-1e80", "--json"],
+    );
+    assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+    same_as_fresh(&env);
+    let changed = String::from_utf8_lossy(&saved).replace("yakfjord", "bisonreach");
+    fs::write(&log, changed).expect("change log");
+    let when = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    fs::File::options()
+        .write(true)
+        .open(&log)
+        .and_then(|file| file.set_modified(when))
+        .expect("mtime");
+    env.sync();
+    let old = json(&env, &["search", "yakfjord", "--json"]);
+    assert_eq!(old.as_array().map(Vec::len), Some(0), "{old}");
+    let new = json(
+        &env,
+        &[
+            "search",
+            "bisonreach",
+            "--session",
+            "01a1f82f-1e80",
+            "--json",
+        ],
+    );
+    assert_eq!(new.as_array().map(Vec::len), Some(1), "{new}");
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(
+        doctor["findings"]["missing_outside"],
+        serde_json::json!([]),
+        "{doctor}"
+    );
+    same_as_fresh(&env);
 }

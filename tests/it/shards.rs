@@ -239,6 +239,11 @@ fn undo(migration: usize) -> String {
     let lean = include_str!("../../migrations/0017_lean.sql");
     let copies = include_str!("../../migrations/0009_copies.sql");
     match migration {
+        // omp's full tool outputs (0020_tool_outputs.sql).
+        20 => "DROP INDEX subagent_artifacts_entry;
+               ALTER TABLE subagent_artifacts DROP COLUMN session_path;
+               ALTER TABLE subagent_artifacts DROP COLUMN entry_rowid;"
+            .to_owned(),
         // Agents (0019_agents.sql).
         19 => "DROP INDEX sessions_agent;
                ALTER TABLE sessions DROP COLUMN agent;
