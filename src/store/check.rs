@@ -129,6 +129,25 @@ impl Writer {
         rows.collect::<rusqlite::Result<_>>().map_err(self.err())
     }
 
+    /// `(session file, line, raw)` of the entries that name an image kept
+    /// outside the session file (omp's `blob:sha256:`, the port's
+    /// `$piBlob`), for doctor to look for their bytes.
+    pub fn outside_image_entries(&self) -> Result<Vec<(String, i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT f.path, e.line_no, e.raw
+                   FROM entries e JOIN files f ON f.file_id = e.file_id
+                  WHERE instr(e.raw, '\"blob:sha256:') > 0 OR instr(e.raw, '\"$piBlob\"') > 0
+                  ORDER BY f.path, e.line_no",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
     /// Row counts per file id, for every file with rows.
     pub fn file_counts(&self) -> Result<HashMap<i64, FileCounts>> {
         let mut counts: HashMap<i64, FileCounts> = HashMap::new();
