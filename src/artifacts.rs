@@ -11,6 +11,18 @@
 //! re-derived (`Store::link_subagents`). When the index redacts, an
 //! artifact's text and metadata are redacted before they are stored (they
 //! get no `redactions` rows: those point at session entries).
+//!
+//! The same pass reads oh-my-pi's full tool outputs: omp keeps a truncated
+//! output in the session and the whole one in `<N>.<tool>.log` in the
+//! session's artifact folder (the session file without `.jsonl`, shared
+//! with its subagents), which the tool result names as `artifact://<N>`
+//! and `details.meta.truncation.artifactId` (omp's `ArtifactManager`,
+//! `session/artifacts.ts`). Each becomes a row of kind `tool_output`
+//! (`base` = N, `session_path` = the session file), its text searchable,
+//! linked to that tool result by `Store::link_subagents`; `search` finds
+//! it as part of the tool result. The JSONL is never changed by it, so
+//! export is untouched, and a `.log` that appears, changes or goes later
+//! is read or dropped here like any artifact.
 
 use std::collections::HashSet;
 use std::fs;
@@ -47,7 +59,13 @@ pub fn sync(
     let mut report = ArtifactReport::default();
     let mut seen = HashSet::new();
     for root in roots {
-        for (file, metadata) in artifact_files(root) {
+        let files = artifact_files(root)
+            .into_iter()
+            .map(|(file, metadata)| (file, metadata, None));
+        let outputs = tool_output_files(root)
+            .into_iter()
+            .map(|(file, metadata, session)| (file, metadata, Some(session)));
+        for (file, metadata, session) in files.chain(outputs) {
             report.seen += 1;
             let path = file.to_string_lossy().into_owned();
             seen.insert(path.clone());
@@ -58,7 +76,11 @@ pub fn sync(
             if unchanged && !full {
                 continue;
             }
-            if let Some(mut row) = read_artifact(root, &file, size, mtime_ns) {
+            let read = match &session {
+                Some(session) => read_tool_output(root, &file, session, size, mtime_ns),
+                None => read_artifact(root, &file, size, mtime_ns),
+            };
+            if let Some(mut row) = read {
                 if let Some(redactor) = redactor {
                     redact_artifact(&mut row, redactor);
                 }
@@ -119,6 +141,106 @@ fn artifact_files(root: &Path) -> Vec<(PathBuf, fs::Metadata)> {
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
     files
+}
+
+/// omp's full tool outputs: `<N>.<tool>.log` files in a folder `D` with a
+/// session file `D.jsonl` beside it, one or two levels below the root
+/// (`<root>/<project>/<session>/`, or a flat root's `<root>/<session>/`),
+/// each with its `stat` and the session file. Only directory listings: a
+/// folder is entered only when its `.jsonl` is listed beside it.
+fn tool_output_files(root: &Path) -> Vec<(PathBuf, fs::Metadata, PathBuf)> {
+    let mut files = Vec::new();
+    let mut folders = session_folders(root);
+    if let Ok(dirs) = fs::read_dir(root) {
+        for dir in dirs.flatten() {
+            if dir
+                .file_type()
+                .is_ok_and(|kind| kind.is_dir() || kind.is_symlink())
+            {
+                folders.extend(session_folders(&dir.path()));
+            }
+        }
+    }
+    for (folder, session) in folders {
+        let Ok(entries) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if output_id(&name_of(&path)).is_none() {
+                continue;
+            }
+            if let Ok(metadata) = fs::metadata(&path)
+                && metadata.is_file()
+            {
+                files.push((path, metadata, session.clone()));
+            }
+        }
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    files
+}
+
+/// The folders directly in `dir` that have a session file `<name>.jsonl`
+/// beside them, with that file.
+fn session_folders(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let names: HashSet<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    let mut folders = Vec::new();
+    for name in &names {
+        let mut jsonl = name.clone();
+        jsonl.push(".jsonl");
+        if names.contains(&jsonl) {
+            let folder = dir.join(name);
+            if folder.is_dir() {
+                folders.push((folder, dir.join(jsonl)));
+            }
+        }
+    }
+    folders
+}
+
+/// The artifact number of an omp full output's file name,
+/// `<N>.<tool>.log` (omp's own test: `^(\d+)\..*\.log$`).
+pub fn output_id(name: &str) -> Option<&str> {
+    let (id, rest) = name.split_once('.')?;
+    let tool = rest.strip_suffix(".log")?;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && !tool.is_empty()).then_some(id)
+}
+
+fn read_tool_output(
+    root: &Path,
+    file: &Path,
+    session: &Path,
+    size: u64,
+    mtime_ns: i64,
+) -> Option<ArtifactRow> {
+    let name = name_of(file);
+    let id = output_id(&name)?.to_owned();
+    let project_dir = file
+        .strip_prefix(root)
+        .ok()
+        .and_then(|rel| rel.components().next())
+        .map(|dir| dir.as_os_str().to_string_lossy().into_owned());
+    let mut row = ArtifactRow {
+        path: file.to_string_lossy().into_owned(),
+        root: root.to_string_lossy().into_owned(),
+        project_dir,
+        name,
+        base: Some(id),
+        kind: "tool_output",
+        size,
+        mtime_ns,
+        session_path: Some(session.to_string_lossy().into_owned()),
+        ..ArtifactRow::default()
+    };
+    match read_text(file) {
+        Ok(text) => row.text = Some(text),
+        Err(err) => row.note = Some(format!("cannot read: {err}")),
+    }
+    Some(row)
 }
 
 fn name_of(path: &Path) -> String {
@@ -277,6 +399,11 @@ mod tests {
         );
         assert_eq!(kind_of("x_meta.json"), Some(("meta", "x")));
         assert_eq!(kind_of(".last-cleanup"), None);
+        assert_eq!(output_id("0.bash.log"), Some("0"));
+        assert_eq!(output_id("12.mcp_x.y.log"), Some("12"));
+        assert_eq!(output_id("draft.txt"), None);
+        assert_eq!(output_id("0-Explore.jsonl"), None);
+        assert_eq!(output_id("3.log"), None);
         assert_eq!(
             split_base("e5f6a7b8_code_reviewer_0"),
             (Some("e5f6a7b8".into()), Some("code_reviewer".into()))

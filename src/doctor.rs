@@ -81,6 +81,11 @@ pub struct Findings {
     /// Files the index holds as skipped (not sessions), with why; not a
     /// problem, but never silent.
     pub skipped: Vec<crate::sync::SkippedFile>,
+    /// What sessions name outside their JSONL that is not there (omp's full
+    /// tool outputs, `N.<tool>.log`; images in omp's blob store or the
+    /// port's `.blobs/`): warnings, not problems (the session is indexed
+    /// whole; only that text is not searchable, that image not shown).
+    pub missing_outside: Vec<String>,
 }
 
 /// Where an `--absent` text still is; `text` masked past its first four
@@ -386,6 +391,27 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     }
     findings.fts = store.fts_check();
     findings.stale_copies = store.stale_copies()?;
+    for (path, line, id) in store.missing_tool_outputs()? {
+        findings.missing_outside.push(format!(
+            "{path}:{line}: the tool result's full output (artifact://{id}, {id}.<tool>.log in the session's folder) is missing"
+        ));
+    }
+    for (path, line, raw) in store.outside_image_entries()? {
+        let Ok(raw) = serde_json::from_str::<serde_json::Value>(&raw) else {
+            continue;
+        };
+        for (_, reference) in crate::outside::entry_refs(&raw) {
+            let located = crate::outside::locate(Path::new(&path), &reference);
+            if located.size.is_none() {
+                findings.missing_outside.push(format!(
+                    "{path}:{line}: image sha256 {} is missing from {} ({})",
+                    reference.hex(),
+                    reference.store_name(),
+                    located.path.display()
+                ));
+            }
+        }
+    }
     let states = store.file_states()?;
     let counts = store.file_counts()?;
     // A file is read again as sync read it: with the index's redaction.

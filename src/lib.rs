@@ -15,6 +15,7 @@ pub mod fault;
 pub mod ingest;
 pub mod mcp;
 pub mod normalize;
+pub mod outside;
 pub mod parse;
 pub mod pick;
 pub mod pipeline;

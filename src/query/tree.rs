@@ -226,6 +226,20 @@ pub fn external_image_placeholder(block: &Value) -> Option<String> {
     }
 }
 
+impl SessionTree {
+    /// What an image block kept outside the session file is shown as, with
+    /// its size and file, or as missing (`crate::outside::placeholder`);
+    /// `None` for an image whose payload is inline.
+    pub fn outside_placeholder(&self, block: &Value) -> Option<String> {
+        let reference = crate::outside::blob_ref(block)?;
+        let mime = block.get("mimeType").and_then(Value::as_str);
+        match self.outside.get(reference.hex()) {
+            Some(located) => Some(crate::outside::placeholder(mime, &reference, located)),
+            None => external_image_placeholder(block),
+        }
+    }
+}
+
 /// The loaded tree of one session file.
 #[derive(Debug)]
 pub struct SessionTree {
@@ -240,6 +254,10 @@ pub struct SessionTree {
     pub images: HashMap<(i64, String), ImageInfo>,
     /// Compaction rowid → resolved first kept entry id (v1 index resolved).
     pub first_kept: HashMap<i64, String>,
+    /// Images kept outside the session file (omp's blob store, the port's
+    /// `.blobs/`): digest → where their bytes are, looked up when the tree
+    /// is loaded (`crate::outside`; the index keeps no copy).
+    pub outside: HashMap<String, crate::outside::Located>,
 }
 
 impl SessionTree {
@@ -368,6 +386,16 @@ impl SessionTree {
         while let Some(row) = rows.next()? {
             first_kept.insert(row.get(0)?, row.get(1)?);
         }
+        let mut outside = HashMap::new();
+        let file = std::path::Path::new(&session.path);
+        for node in &nodes {
+            for (_, reference) in crate::outside::entry_refs(&node.raw) {
+                if !outside.contains_key(reference.hex()) {
+                    let located = crate::outside::locate(file, &reference);
+                    outside.insert(reference.hex().to_owned(), located);
+                }
+            }
+        }
         Ok(SessionTree {
             session,
             header,
@@ -376,6 +404,7 @@ impl SessionTree {
             labels,
             images,
             first_kept,
+            outside,
         })
     }
 

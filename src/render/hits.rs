@@ -94,6 +94,14 @@ fn write_hit(out: &mut dyn Write, hit: &Hit, term: &Term, theme: &Theme) -> io::
         };
         writeln!(out, "  {}", theme.dim(&one_line(&place)))?;
     }
+    if let Some(file) = &hit.full_output {
+        let place = format!(
+            "in the full output of the tool result ({}): {}",
+            safe(&hit.json_path),
+            safe(file)
+        );
+        writeln!(out, "  {}", theme.dim(&one_line(&place)))?;
+    }
     let open = format!(
         "piidx show {} --branch {}",
         safe(&hit.session_id),

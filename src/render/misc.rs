@@ -81,6 +81,9 @@ pub fn write_doctor(
             safe(&skip_line(&group))
         )?;
     }
+    for missing in &findings.missing_outside {
+        writeln!(out, "{} {}", theme.warning("warning:"), safe(missing))?;
+    }
     for problem in &report.problems {
         writeln!(out, "{} {}", theme.warning("problem:"), safe(problem))?;
     }

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{Theme, safe};
 use crate::query::tree::{
     self, ContextItem, ContextKind, EditMark, SessionTree, active_set, build_context, describe,
-    edits_by_target, external_image_placeholder, image_placeholder, project,
+    edits_by_target, image_placeholder, project,
 };
 use crate::time::format_iso_ms;
 
@@ -355,7 +355,9 @@ impl<'a> Writer<'a> {
                             let mime = block.get("mimeType").and_then(Value::as_str);
                             let placeholder = match info {
                                 Some(info) => image_placeholder(mime, info.byte_len),
-                                None => external_image_placeholder(block)
+                                None => self
+                                    .tree
+                                    .outside_placeholder(block)
                                     .unwrap_or_else(|| image_placeholder(mime, 0)),
                             };
                             self.text(&placeholder);
@@ -500,7 +502,7 @@ impl<'a> Writer<'a> {
                     if self.markdown() {
                         self.blank();
                     }
-                    let text = block_text(result.message.get("content"));
+                    let text = block_text(self.tree, result.message.get("content"));
                     self.tool_output(&text);
                 }
                 if let Some(error) = message.get("errorMessage").and_then(Value::as_str) {
@@ -514,7 +516,7 @@ impl<'a> Writer<'a> {
             "toolResult" => {
                 let what = format!("tool result: {}", str_of(message, "toolName"));
                 self.heading(index, "toolResult", &what, mark);
-                self.tool_output(&block_text(message.get("content")));
+                self.tool_output(&block_text(self.tree, message.get("content")));
             }
             "bashExecution" => {
                 self.heading(index, "bash", "bash", mark);
@@ -600,14 +602,14 @@ impl<'a> Writer<'a> {
 }
 
 /// The text blocks of a tool result, one per line (a string as it is).
-fn block_text(content: Option<&Value>) -> String {
+fn block_text(tree: &SessionTree, content: Option<&Value>) -> String {
     match content {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(blocks)) => blocks
             .iter()
             .map(|block| match block.get("type").and_then(Value::as_str) {
                 Some("text") => str_of(block, "text").to_owned(),
-                Some("image") => external_image_placeholder(block).unwrap_or_else(|| {
+                Some("image") => tree.outside_placeholder(block).unwrap_or_else(|| {
                     image_placeholder(block.get("mimeType").and_then(Value::as_str), 0)
                 }),
                 Some(other) => format!("[{other} block]"),

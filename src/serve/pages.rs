@@ -913,6 +913,36 @@ impl<'a> Transcript<'a> {
             return;
         };
         let node = &self.tree.nodes[index];
+        // Kept outside the session file: from the agent's store when there.
+        if let Some(reference) = crate::outside::blob_ref(block) {
+            let placeholder = self
+                .tree
+                .outside_placeholder(block)
+                .unwrap_or_else(|| format!("[image {mime}]"));
+            let found = self
+                .tree
+                .outside
+                .get(reference.hex())
+                .is_some_and(|located| located.size.is_some());
+            if found {
+                let _ = write!(
+                    self.out,
+                    "<img class=\"img\" loading=\"lazy\" alt=\"{}\" title=\"{}\" src=\"/s/{}/image?b={}&amp;m={}\">",
+                    esc(&placeholder),
+                    esc(&placeholder),
+                    encode(self.session),
+                    reference.hex(),
+                    encode(mime)
+                );
+            } else {
+                let _ = write!(
+                    self.out,
+                    "<div class=\"img note\">{}</div>",
+                    esc(&placeholder)
+                );
+            }
+            return;
+        }
         match self.tree.images.get(&(node.rowid, path.to_owned())) {
             Some(info) => {
                 let _ = write!(
@@ -1281,7 +1311,10 @@ fn is_silent(kind: &str) -> bool {
 }
 
 /// `/s/<id>/image?e=ROWID&p=PATH&m=MIME`: an image payload, decoded.
-pub fn image(local: &mut Local, _id: &str, params: &Params) -> Result<Answer, Failure> {
+pub fn image(local: &mut Local, id: &str, params: &Params) -> Result<Answer, Failure> {
+    if let Some(hex) = params.get("b") {
+        return outside_image(local, id, hex, params);
+    }
     let rowid: i64 = params
         .get("e")
         .and_then(|e| e.parse().ok())
@@ -1300,15 +1333,57 @@ pub fn image(local: &mut Local, _id: &str, params: &Params) -> Result<Answer, Fa
             .decode(&image.data)
             .unwrap_or(image.data)
     };
-    // Only raster types are shown inline: an SVG could carry script.
-    let content_type = match params.get("m") {
+    let mut answer = Answer::new(200, image_type(params), bytes);
+    answer.cache = "max-age=3600";
+    Ok(answer)
+}
+
+/// Only raster types are shown inline: an SVG could carry script.
+fn image_type(params: &Params) -> &'static str {
+    match params.get("m") {
         Some("image/png") => "image/png",
         Some("image/jpeg") => "image/jpeg",
         Some("image/gif") => "image/gif",
         Some("image/webp") => "image/webp",
         _ => "application/octet-stream",
+    }
+}
+
+/// `GET /s/<id>/image?b=<sha256>&m=<type>`: an image the session keeps
+/// outside its file (omp's blob store, the port's `.blobs/`), read from
+/// there now (`crate::outside`). Only a digest the session's entries name
+/// is served; a missing blob is a 404 that says so.
+fn outside_image(
+    local: &mut Local,
+    id: &str,
+    hex: &str,
+    params: &Params,
+) -> Result<Answer, Failure> {
+    let index = local.index()?;
+    let session = tree::resolve(index, id)?;
+    let named = crate::store::entries_mention(index.connection(), session.file_id, hex)?;
+    // Either agent's store: the digest alone does not say whose it is.
+    let references: Vec<crate::outside::BlobRef> = [
+        serde_json::json!({ "data": format!("blob:sha256:{hex}") }),
+        serde_json::json!({ "data": { "$piBlob": format!("sha256:{hex}") } }),
+    ]
+    .iter()
+    .filter_map(crate::outside::blob_ref)
+    .collect();
+    if !named || references.is_empty() {
+        return Err(Failure::new(404, "no such image in this session"));
+    }
+    let file = std::path::Path::new(&session.path);
+    let Some(bytes) = references
+        .iter()
+        .find_map(|reference| crate::outside::read(file, reference))
+    else {
+        return Err(Failure::new(
+            404,
+            "the image's blob is missing from its agent's store",
+        ));
     };
-    let mut answer = Answer::new(200, content_type, bytes);
+    let mut answer = Answer::new(200, image_type(params), bytes);
     answer.cache = "max-age=3600";
     Ok(answer)
 }

@@ -98,6 +98,56 @@ impl Writer {
         Ok(found)
     }
 
+    /// oh-my-pi tool results whose full output (`details.meta.truncation.
+    /// artifactId`) has no `.log` in the index: `(session file, line, id)`.
+    pub fn missing_tool_outputs(&self) -> Result<Vec<(String, i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT x.path, x.line_no, x.id
+                   FROM (SELECT f.path, e.line_no,
+                                CASE WHEN json_valid(e.raw) THEN CAST(json_extract(e.raw,
+                                  '$.message.details.meta.truncation.artifactId') AS TEXT) END AS id
+                           FROM sessions s
+                           JOIN files f ON f.file_id = s.file_id
+                           JOIN message_meta mm ON mm.file_id = s.file_id AND mm.role = 'toolResult'
+                           JOIN entries e ON e.entry_rowid = mm.entry_rowid
+                          WHERE s.agent = 'omp') x
+                  WHERE x.id IS NOT NULL
+                    AND NOT EXISTS (
+                        SELECT 1 FROM subagent_artifacts a
+                         WHERE a.kind = 'tool_output' AND a.base = x.id
+                           AND (a.session_path = x.path
+                                OR (x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+                                    AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0')))
+                  ORDER BY x.path, x.line_no",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    /// `(session file, line, raw)` of the entries that name an image kept
+    /// outside the session file (omp's `blob:sha256:`, the port's
+    /// `$piBlob`), for doctor to look for their bytes.
+    pub fn outside_image_entries(&self) -> Result<Vec<(String, i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT f.path, e.line_no, e.raw
+                   FROM entries e JOIN files f ON f.file_id = e.file_id
+                  WHERE instr(e.raw, '\"blob:sha256:') > 0 OR instr(e.raw, '\"$piBlob\"') > 0
+                  ORDER BY f.path, e.line_no",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
     /// Row counts per file id, for every file with rows.
     pub fn file_counts(&self) -> Result<HashMap<i64, FileCounts>> {
         let mut counts: HashMap<i64, FileCounts> = HashMap::new();

@@ -45,7 +45,7 @@ pub use guard::Refusals;
 pub use machine::{Machine, host_name};
 pub use push_source::{PushFile, PushTable};
 pub use redaction::RedactionState;
-pub use restore::{restore_entry, shared_values, stored_images};
+pub use restore::{entries_mention, restore_entry, shared_values, stored_images};
 pub use roots::RootInfo;
 pub use schema::SCHEMA_VERSION;
 pub use shard_readers::{ShardReadError, ShardReaders, Started};

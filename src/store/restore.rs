@@ -30,6 +30,19 @@ pub fn shared_values(
     .collect()
 }
 
+/// Whether some entry of a file has `text` in its stored JSON (a blob's
+/// digest, before `serve` reads the blob from outside the index).
+pub fn entries_mention(
+    conn: &rusqlite::Connection,
+    file_id: i64,
+    text: &str,
+) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM entries WHERE file_id = ?1 AND instr(raw, ?2) > 0)",
+    )?
+    .query_row(rusqlite::params![file_id, text], |row| row.get(0))
+}
+
 /// The image payloads cut out of one entry.
 pub fn stored_images(
     conn: &rusqlite::Connection,

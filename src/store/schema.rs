@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0017_lean.sql"),
     include_str!("../../migrations/0018_exact_lines.sql"),
     include_str!("../../migrations/0019_agents.sql"),
+    include_str!("../../migrations/0020_tool_outputs.sql"),
     include_str!("../../migrations/0021_views_anywhere.sql"),
 ];
 

@@ -41,6 +41,9 @@ pub struct ArtifactRow {
     /// `_meta.json` re-serialized compactly.
     pub meta_json: Option<String>,
     pub note: Option<String>,
+    /// An omp full tool output (`tool_output`): the session file whose
+    /// artifact folder holds it.
+    pub session_path: Option<String>,
 }
 
 impl Writer {
@@ -266,14 +269,15 @@ impl Writer {
         self.conn
             .prepare_cached(
                 "INSERT INTO subagent_artifacts(path, root, project_dir, name, base, kind, run_id, agent,
-                     size, mtime_ns, text, meta_json, note, indexed_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+                     size, mtime_ns, text, meta_json, note, session_path, indexed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
                      strftime('%Y-%m-%dT%H:%M:%fZ','now'))
                  ON CONFLICT(path) DO UPDATE SET root = excluded.root, project_dir = excluded.project_dir,
                      name = excluded.name, base = excluded.base, kind = excluded.kind,
                      run_id = excluded.run_id, agent = excluded.agent, size = excluded.size,
                      mtime_ns = excluded.mtime_ns, text = excluded.text, meta_json = excluded.meta_json,
-                     note = excluded.note, indexed_at = excluded.indexed_at",
+                     note = excluded.note, session_path = excluded.session_path,
+                     indexed_at = excluded.indexed_at",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -290,6 +294,7 @@ impl Writer {
                     row.text,
                     row.meta_json,
                     row.note,
+                    row.session_path,
                 ])
             })
             .map_err(self.err())?;
@@ -355,7 +360,7 @@ impl Writer {
                        FROM subagent_runs r
                        JOIN files f ON f.file_id = r.file_id
                        LEFT JOIN sessions s ON s.file_id = r.file_id
-                      WHERE r.artifact_base = a.base
+                      WHERE r.artifact_base = a.base AND a.kind <> 'tool_output'
                         AND (a.path IN (r.artifact_input_path, r.artifact_output_path, r.artifact_jsonl_path,
                                         r.artifact_meta_path, r.artifact_transcript_path)
                              OR (f.root = a.root AND s.project_dir IS a.project_dir))
@@ -398,6 +403,39 @@ impl Writer {
                                     LEFT JOIN sessions s ON s.file_id = l.child_file_id
                                    WHERE l.child_file_id IS NOT r.child_file_id
                                       OR s.session_id IS NOT r.child_session_id)",
+            // omp full output → the tool result that references it: in the
+            // session whose folder holds it, or a subagent transcript in
+            // that folder (they share its numbering), by
+            // `details.meta.truncation.artifactId` (or the column-cap's),
+            // else by an `artifact://<N>` in its text.
+            "CREATE TEMP TABLE IF NOT EXISTS temp_output_links(artifact_id INTEGER PRIMARY KEY, entry_rowid INTEGER)",
+            "DELETE FROM temp_output_links",
+            "INSERT INTO temp_output_links(artifact_id, entry_rowid)
+             SELECT a.artifact_id,
+                    (SELECT e.entry_rowid
+                       FROM files f
+                       JOIN entries e ON e.file_id = f.file_id
+                       JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
+                      WHERE (f.path = a.session_path
+                             OR (f.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+                                 AND f.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
+                                 AND f.path LIKE '%.jsonl'))
+                        AND json_valid(e.raw)
+                        AND (CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) = a.base
+                             OR CAST(json_extract(e.raw, '$.message.details.meta.limits.columnTruncated.artifactId') AS TEXT) = a.base
+                             OR instr(e.raw, 'artifact://' || a.base || ']') OR instr(e.raw, 'artifact://' || a.base || '\"')
+                             OR instr(e.raw, 'artifact://' || a.base || '\\') OR instr(e.raw, 'artifact://' || a.base || ' ')
+                             OR instr(e.raw, 'artifact://' || a.base || ':') OR instr(e.raw, 'artifact://' || a.base || ')'))
+                      ORDER BY CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) IS a.base DESC,
+                               f.path = a.session_path DESC, f.path, e.byte_offset, e.obj_in_line
+                      LIMIT 1)
+               FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL",
+            "UPDATE subagent_artifacts
+                SET entry_rowid = (SELECT l.entry_rowid FROM temp_output_links l
+                                    WHERE l.artifact_id = subagent_artifacts.artifact_id)
+              WHERE artifact_id IN (SELECT l.artifact_id FROM temp_output_links l
+                                      JOIN subagent_artifacts a ON a.artifact_id = l.artifact_id
+                                     WHERE l.entry_rowid IS NOT a.entry_rowid)",
             // Child session → parent session, when its header names none.
             "UPDATE sessions
                 SET parent_session_id = (SELECT r.session_id FROM subagent_runs r

@@ -232,6 +232,7 @@ const OMP_WORDS: &[(&str, &str, &str)] = &[
     ("ibisloop", "01a1f82f-1e80", "pythonExecution code/output"),
     ("okapidrum", "01a1f82f-1e80", "bashExecution"),
     ("koalabrisk", "01a1f82f-1e80", "compaction summary"),
+    ("yakfjord", "01a1f82f-1e80", "full tool output (0.bash.log)"),
     (
         "\"fix summary\"",
         "01a1f82f-1e80",
@@ -674,4 +675,321 @@ fn port_sqlite_sessions_are_read_again_when_saved() {
         crate::util::canonical_dump(&env.db),
         crate::util::canonical_dump(&fresh.db)
     );
+}
+
+/// The alpha session's truncated `read` result and its full output.
+fn alpha_output(env: &Env) -> std::path::PathBuf {
+    let folder = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("66515f90587b.jsonl"))
+        .expect("alpha session")
+        .with_extension("");
+    folder.join("0.bash.log")
+}
+
+/// A fresh index of `env`'s root holds what `env`'s index holds.
+fn same_as_fresh(env: &Env) {
+    let fresh = Env::new();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(out.status.success());
+    assert_eq!(
+        crate::util::canonical_dump(&env.db),
+        crate::util::canonical_dump(&fresh.db)
+    );
+}
+
+/// omp's full output of a truncated tool result (`<session>/0.bash.log`,
+/// named `artifact://0` by the result) is searched as part of that result,
+/// and the hit says which file it is in; a `.log` that goes, comes back or
+/// changes converges to what a fresh sync gives; a missing one is a doctor
+/// warning, never a failure, and the JSONL exports unchanged.
+#[test]
+fn omp_full_tool_output_is_searched_with_its_tool_result() {
+    let (env, _blobs) = omp_env_with_blobs();
+    env.sync();
+    let log = alpha_output(&env);
+    let hits = json(
+        &env,
+        &["search", "yakfjord", "--session", "01a1f82f-1e80", "--json"],
+    );
+    let hits = hits.as_array().expect("hits");
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+    let hit = &hits[0];
+    assert_eq!(hit["entry_id"], "12b3e3bc");
+    assert_eq!(hit["role"], "tool_result");
+    assert_eq!(hit["tool_name"], "read");
+    assert_eq!(hit["json_path"], "artifact://0");
+    assert_eq!(hit["full_output"], log.to_string_lossy().as_ref());
+    assert!(
+        hit["snippet"]
+            .as_str()
+            .is_some_and(|s| s.contains("yakfjord")),
+        "{hit}"
+    );
+    let text = env.run(&["search", "yakfjord"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("in the full output of the tool result (artifact://0)"),
+        "{text}"
+    );
+    assert!(text.contains("0.bash.log"), "{text}");
+    // Only in its own session, and not in a --raw search of the shards.
+    let elsewhere = json(
+        &env,
+        &["search", "yakfjord", "--session", "01a1f867", "--json"],
+    );
+    assert_eq!(elsewhere.as_array().map(Vec::len), Some(0), "{elsewhere}");
+    // Export is the JSONL, byte for byte (the .log is not part of it).
+    let session = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("66515f90587b.jsonl"))
+        .expect("alpha session");
+    let exported = env.run(&["export", "01a1f82f-1e80-765c-bda8-66515f90587b"]);
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    assert_eq!(exported.stdout, fs::read(&session).expect("read session"));
+
+    // Gone: a warning from doctor, no failure, no hit.
+    let saved = fs::read(&log).expect("read log");
+    fs::remove_file(&log).expect("remove log");
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    let hits = json(&env, &["search", "yakfjord", "--json"]);
+    assert_eq!(hits.as_array().map(Vec::len), Some(0), "{hits}");
+    let doctor = env.run(&["doctor", "--json"]);
+    assert!(
+        doctor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    let doctor: Value = serde_json::from_slice(&doctor.stdout).expect("doctor JSON");
+    assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
+    let missing = doctor["findings"]["missing_outside"]
+        .as_array()
+        .expect("missing_outside");
+    assert_eq!(missing.len(), 1, "{doctor}");
+    assert!(
+        missing[0]
+            .as_str()
+            .is_some_and(|m| m.contains(":8:") && m.contains("artifact://0")),
+        "{doctor}"
+    );
+    same_as_fresh(&env);
+
+    // Back, then changed: found again, and the new text replaces the old.
+    fs::write(&log, &saved).expect("restore log");
+    env.sync();
+    let hits = json(
+        &env,
+        &["search", "yakfjord", "--session", "01a1f82f-1e80", "--json"],
+    );
+    assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+    same_as_fresh(&env);
+    let changed = String::from_utf8_lossy(&saved).replace("yakfjord", "bisonreach");
+    fs::write(&log, changed).expect("change log");
+    let when = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    fs::File::options()
+        .write(true)
+        .open(&log)
+        .and_then(|file| file.set_modified(when))
+        .expect("mtime");
+    env.sync();
+    let old = json(&env, &["search", "yakfjord", "--json"]);
+    assert_eq!(old.as_array().map(Vec::len), Some(0), "{old}");
+    let new = json(
+        &env,
+        &[
+            "search",
+            "bisonreach",
+            "--session",
+            "01a1f82f-1e80",
+            "--json",
+        ],
+    );
+    assert_eq!(new.as_array().map(Vec::len), Some(1), "{new}");
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(
+        doctor["findings"]["missing_outside"],
+        serde_json::json!([]),
+        "{doctor}"
+    );
+    same_as_fresh(&env);
+}
+
+const OMP_BLOB: &str = "73f66894d05ef479d1019497f3fb035c79e7460bad36e960feefc2a2ebaa3ea9";
+const PORT_BLOB: &str = "d14a6fe09e3f9b0fb0ea6784ce054690a3088f45b4a266c1b5406a6cd3bf4785";
+
+/// An omp tree with its blob store where omp keeps it: `sessions/`'s
+/// sibling `blobs/`.
+fn omp_env_with_blobs() -> (Env, std::path::PathBuf) {
+    let env = omp_env();
+    let blobs = env.root.parent().expect("parent").join("blobs");
+    copy_tree(&fixtures().join("omp/blobs"), &blobs);
+    (env, blobs)
+}
+
+fn show(env: &Env, args: &[&str]) -> String {
+    let out = env.run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Images kept outside the JSONL (omp's `blob:sha256:` in `~/.omp/agent/
+/// blobs/`, the port's `$piBlob` in `<file>.jsonl.blobs/`) are shown with
+/// their size and file, read from the store when asked; a missing blob is
+/// shown as missing and is a doctor warning, never a failure.
+#[test]
+fn images_outside_the_jsonl_are_shown_from_their_store() {
+    let (env, blobs) = omp_env_with_blobs();
+    env.sync();
+    let text = show(&env, &["show", "01a1f867", "--all"]);
+    let blob = blobs.join(OMP_BLOB);
+    let want = format!(
+        "[image image/png 1 KB, sha256 73f66894d05e… in omp's blob store: {}]",
+        blob.display()
+    );
+    assert!(text.contains(&want), "{text}");
+    // No copy in the index.
+    assert_eq!(env.count("SELECT count(*) FROM blobs"), 0);
+
+    fs::rename(&blobs, blobs.with_extension("gone")).expect("hide blobs");
+    let text = show(&env, &["show", "01a1f867", "--all"]);
+    assert!(
+        text.contains("[image image/png, sha256 73f66894d05e…: missing from omp's blob store ("),
+        "{text}"
+    );
+    let doctor = env.run(&["doctor", "--json"]);
+    assert!(
+        doctor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    let doctor: Value = serde_json::from_slice(&doctor.stdout).expect("doctor JSON");
+    assert_eq!(doctor["problems"], serde_json::json!([]), "{doctor}");
+    let missing = doctor["findings"]["missing_outside"]
+        .as_array()
+        .expect("list");
+    assert!(
+        missing
+            .iter()
+            .any(|m| m.as_str().is_some_and(|m| m.contains(OMP_BLOB))),
+        "{doctor}"
+    );
+    // Export is the file as written, blob or not.
+    let session = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("c9c7c5896ef1.jsonl"))
+        .expect("beta session");
+    let exported = env.run(&["export", "01a1f867-4198-7ac9-bc4e-c9c7c5896ef1"]);
+    assert_eq!(exported.stdout, fs::read(&session).expect("read"));
+
+    let env = port_env();
+    env.sync();
+    let text = show(&env, &["show", "a1b2c3d4"]);
+    assert!(
+        text.contains(
+            "[image image/png 64 KB, sha256 d14a6fe09e3f… in the session's .blobs/ folder: "
+        ),
+        "{text}"
+    );
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(
+        doctor["findings"]["missing_outside"],
+        serde_json::json!([]),
+        "{doctor}"
+    );
+}
+
+/// `serve` shows an image kept outside the JSONL and its image route
+/// returns the blob's bytes with their type; a blob that is missing, or
+/// that the session does not name, is a 404.
+#[test]
+fn serve_returns_outside_images_from_their_store() {
+    let (env, blobs) = omp_env_with_blobs();
+    env.sync();
+    let served = crate::serve::Served::start(&env, &[]);
+    let (status, _, page) = served.get("/s/01a1f867?branch=4b5e5b85", &[]);
+    assert_eq!(status, 200);
+    let page = String::from_utf8_lossy(&page);
+    let src = format!("image?b={OMP_BLOB}&amp;m=image%2Fpng");
+    assert!(page.contains(&src), "{page}");
+    let url = format!("/s/01a1f867-4198-7ac9-bc4e-c9c7c5896ef1/image?b={OMP_BLOB}&m=image%2Fpng");
+    let (status, head, body) = served.get(&url, &[]);
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: image/png"),
+        "{head}"
+    );
+    assert_eq!(
+        dechunked(&head, body),
+        fs::read(blobs.join(OMP_BLOB)).expect("blob")
+    );
+    // Not named by that session, or not a digest: nothing.
+    let other = format!("/s/01a1f82f-1e80/image?b={OMP_BLOB}&m=image%2Fpng");
+    assert_eq!(served.get(&other, &[]).0, 404);
+    assert_eq!(
+        served.get("/s/01a1f867/image?b=../../etc/passwd", &[]).0,
+        404
+    );
+    fs::remove_file(blobs.join(OMP_BLOB)).expect("remove blob");
+    assert_eq!(served.get(&url, &[]).0, 404);
+    let (status, _, page) = served.get("/s/01a1f867?branch=4b5e5b85", &[]);
+    assert_eq!(status, 200);
+    assert!(
+        String::from_utf8_lossy(&page).contains("missing from omp"),
+        "page"
+    );
+    drop(served);
+
+    let env = port_env();
+    env.sync();
+    let served = crate::serve::Served::start(&env, &[]);
+    let url = format!("/s/a1b2c3d4/image?b={PORT_BLOB}&m=image%2Fpng");
+    let (status, head, body) = served.get(&url, &[]);
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: image/png"),
+        "{head}"
+    );
+    let blob = env
+        .root
+        .join("--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl.blobs")
+        .join(PORT_BLOB);
+    assert_eq!(dechunked(&head, body), fs::read(blob).expect("blob"));
+}
+
+/// An HTTP/1.1 body as sent: chunked (a large answer) or whole.
+fn dechunked(head: &str, body: Vec<u8>) -> Vec<u8> {
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body;
+    }
+    let mut out = Vec::new();
+    let mut rest = &body[..];
+    loop {
+        let end = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("chunk size");
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&rest[..end]).expect("hex").trim(), 16)
+                .expect("chunk size");
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&rest[end + 2..end + 2 + size]);
+        rest = &rest[end + 2 + size + 2..];
+    }
 }

@@ -26,7 +26,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// A running `piidx serve`, killed on drop.
-struct Served {
+pub(crate) struct Served {
     child: Child,
     addr: String,
     /// What the server printed before serving: its address, and the token
@@ -37,7 +37,7 @@ struct Served {
 impl Served {
     /// Starts `piidx serve --addr 127.0.0.1:0 ARGS` and reads the address
     /// it prints first.
-    fn start(env: &Env, args: &[&str]) -> Served {
+    pub(crate) fn start(env: &Env, args: &[&str]) -> Served {
         Served::start_with(env, args, &[])
     }
 
@@ -78,7 +78,7 @@ impl Served {
     }
 
     /// `GET path`: status, head, body.
-    fn get(&self, path: &str, headers: &[&str]) -> (u16, String, Vec<u8>) {
+    pub(crate) fn get(&self, path: &str, headers: &[&str]) -> (u16, String, Vec<u8>) {
         http_get(&self.addr, path, headers)
     }
 }

@@ -242,7 +242,7 @@ fn undo(migration: usize) -> String {
     match migration {
         // The core views readable anywhere (0021_views_anywhere.sql): back to
         // 0017's and 0018's inflating ones.
-        20 => format!(
+        21 => format!(
             "DROP VIEW tool_calls; DROP VIEW messages; DROP VIEW texts; DROP VIEW v_entries;
              DROP VIEW tool_calls_full; DROP VIEW messages_full; DROP VIEW texts_full;
              DROP VIEW v_entries_full; {} {} {} {}",
@@ -251,6 +251,11 @@ fn undo(migration: usize) -> String {
             view(lean, "messages"),
             view(exact, "tool_calls"),
         ),
+        // omp's full tool outputs (0020_tool_outputs.sql).
+        20 => "DROP INDEX subagent_artifacts_entry;
+               ALTER TABLE subagent_artifacts DROP COLUMN session_path;
+               ALTER TABLE subagent_artifacts DROP COLUMN entry_rowid;"
+            .to_owned(),
         // Agents (0019_agents.sql).
         19 => "DROP INDEX sessions_agent;
                ALTER TABLE sessions DROP COLUMN agent;

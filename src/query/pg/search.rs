@@ -293,6 +293,7 @@ pub fn search(
                 json_path: row.get(13),
                 line_no: row.get::<_, Option<i64>>(9).unwrap_or(0),
                 run: None,
+                full_output: None,
                 chunk_id: row.get(14),
             }
         })

@@ -53,6 +53,7 @@ pub(super) fn hits(
                 score,
                 snippet: String::new(),
                 run: None,
+                full_output: None,
             })
         });
         let Some(mut hit) = found.optional()? else {

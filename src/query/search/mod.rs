@@ -25,6 +25,7 @@
 
 pub mod chunk_text;
 mod hit;
+mod outputs;
 mod plan;
 mod scan;
 pub mod sessions;
@@ -108,6 +109,10 @@ pub struct Hit {
     /// The subagent run whose transcript holds the text (embedded in the
     /// parent session's tool result); null for the session's own entries.
     pub run: Option<RunRef>,
+    /// The file of the hit when it is in oh-my-pi's full output of the tool
+    /// result (`<session>/<N>.<tool>.log`; `json_path` is then
+    /// `artifact://<N>`), null when it is in the session itself.
+    pub full_output: Option<String>,
     #[serde(skip)]
     pub chunk_id: i64,
 }
@@ -362,5 +367,14 @@ fn search_within(
         }
     }
     // Stage 2: details and a snippet for the chosen chunks only.
-    Ok(hit::hits(conn, &plan, best)?)
+    let hits = hit::hits(conn, &plan, best)?;
+    // oh-my-pi's full tool outputs, matched with the same words (not a
+    // --raw query: its columns are the shards').
+    match &plan {
+        Plan::Fts { table: "fts", expr } if !options.raw => {
+            let outputs = outputs::output_hits(conn, expr, &filters, options.sort, limit)?;
+            Ok(outputs::merge(hits, outputs, options.sort, limit))
+        }
+        _ => Ok(hits),
+    }
 }
