@@ -36,6 +36,9 @@ pub struct Args {
     /// Requests answered at the same time
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub threads: usize,
+    /// Stop a search after this many seconds (0: no limit); a search also stops when its client goes away
+    #[arg(long, value_name = "SECS", default_value_t = piidx::serve::api::SEARCH_BUDGET.as_secs_f64())]
+    pub search_timeout: f64,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -56,6 +59,8 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         addr,
         token: access.token().map(str::to_owned),
         threads: args.threads.max(1),
+        search_budget: (args.search_timeout > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(args.search_timeout.min(1e9))),
         live: watch.is_some(),
     })?;
     let mut out = std::io::stdout().lock();

@@ -102,13 +102,13 @@ pub fn error(failure: &Failure) -> Answer {
     answer
 }
 
-/// How long one search may keep a worker: every worker is one of a few, and
-/// a page that asks for a search (any web page can, with an `<img>`) must
-/// not hold one for long.
+/// How long one search may keep a worker unless `serve --search-timeout`
+/// says otherwise: every worker is one of a few, and a page that asks for a
+/// search (any web page can, with an `<img>`) must not hold one for long.
 pub const SEARCH_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The search options `search`'s flags make, from the parameters.
-pub fn search_options(params: &Params) -> Result<SearchOptions, Failure> {
+pub fn search_options(params: &Params, local: &Local) -> Result<SearchOptions, Failure> {
     let options = SearchOptions {
         query: params.string("q").unwrap_or_default(),
         scope: params.scope()?,
@@ -123,7 +123,7 @@ pub fn search_options(params: &Params) -> Result<SearchOptions, Failure> {
         },
         raw: params.flag("raw")?,
         substring: params.flag("substring")?,
-        stop: Stop::after(SEARCH_BUDGET),
+        stop: local.search_budget.map_or_else(Stop::never, Stop::after),
     };
     if options.raw && options.substring {
         return Err(Failure::new(
@@ -155,6 +155,7 @@ pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit
         return Ok((Vec::new(), 0.0));
     }
     let _slot = search_slot(local)?;
+    let _client = super::client::watch(local.client, &options.stop);
     let (index, head) = local.parts()?;
     let hits = search::search_again(index, head, options)?;
     Ok((hits, start.elapsed().as_secs_f64() * 1000.0))
@@ -162,10 +163,11 @@ pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit
 
 /// `GET /api/search`: `search --json` (with `sessions=1`: `search -l --json`).
 pub fn search(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
-    let options = search_options(params)?;
+    let options = search_options(params, local)?;
     if params.flag("sessions")? {
         let start = Instant::now();
         let _slot = search_slot(local)?;
+        let _client = super::client::watch(local.client, &options.stop);
         let (index, head) = local.parts()?;
         let found = search_sessions(index, std::mem::take(head), &options, options.limit)?;
         let mut answer = json(&found);

@@ -17,6 +17,7 @@
 
 pub mod api;
 pub mod assets;
+mod client;
 pub mod html;
 pub mod pages;
 pub mod params;
@@ -38,6 +39,8 @@ pub struct Options {
     pub token: Option<String>,
     /// Requests answered at once.
     pub threads: usize,
+    /// How long one search may run (`None`: no limit).
+    pub search_budget: Option<std::time::Duration>,
     /// The server is told of syncs (`serve --watch`): pages subscribe.
     pub live: bool,
 }

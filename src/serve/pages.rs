@@ -185,7 +185,7 @@ fn hits_page(
     local: &mut Local,
     params: &Params,
 ) -> Result<(Vec<Hit>, f64, Option<String>), Failure> {
-    let mut options = api::search_options(params)?;
+    let mut options = api::search_options(params, local)?;
     if params.flag("typing")? {
         let open = !options.query.ends_with(char::is_whitespace);
         options.query = search::as_you_type(&options.query, open);

@@ -104,6 +104,12 @@ pub struct Local {
     index: Option<Index>,
     pub head: HeadStart,
     searches: Searches,
+    /// How long one search may run (`serve --search-timeout`; `None`: no
+    /// limit).
+    pub search_budget: Option<Duration>,
+    /// The address of the request being answered, to notice when its
+    /// client goes away (`serve::client`).
+    pub client: Option<std::net::SocketAddr>,
 }
 
 /// The searches running on all workers, and how many may: one worker is
@@ -139,6 +145,8 @@ impl Local {
             index: None,
             head: HeadStart::default(),
             searches,
+            search_budget: Some(super::api::SEARCH_BUDGET),
+            client: None,
         }
     }
 
@@ -235,12 +243,14 @@ impl Server {
 
     fn work(&self, searches: Searches) {
         let mut local = Local::new(self.options.db.clone(), searches);
+        local.search_budget = self.options.search_budget;
         while let Ok(request) = self.http.recv() {
             self.handle(&mut local, request);
         }
     }
 
     fn handle(&self, local: &mut Local, request: Request) {
+        local.client = request.remote_addr().copied();
         let url = request.url().to_owned();
         let (path, query) = url.split_once('?').unwrap_or((&url, ""));
         let params = super::params::Params::parse(query);

@@ -953,3 +953,29 @@ fn pages_read_as_the_cli_does() {
         &resume[..80]
     );
 }
+
+/// A search whose client goes away stops then, not at its budget: with no
+/// budget at all (`--search-timeout 0`) and one worker, the held search
+/// (`PIIDX_TEST_HOLD`) can free the worker only because its client closed
+/// the connection; the next request is then answered (else it would wait
+/// forever, and the read below gives up).
+#[test]
+fn a_search_stops_when_its_client_goes_away() {
+    let (env, _) = indexed();
+    let served = Served::start_with(
+        &env,
+        &["--threads", "1", "--search-timeout", "0"],
+        &[("PIIDX_TEST_HOLD", "search")],
+    );
+    let mut gone = TcpStream::connect(&served.addr).expect("connect");
+    write!(
+        gone,
+        "GET /api/search?q=the HTTP/1.1\r\nHost: {}\r\n\r\n",
+        served.addr
+    )
+    .expect("send");
+    gone.shutdown(std::net::Shutdown::Both).expect("hang up");
+    drop(gone);
+    let (status, _, _) = served.get("/sessions", &[]);
+    assert_eq!(status, 200);
+}
