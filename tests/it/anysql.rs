@@ -340,27 +340,14 @@ fn get_json(port: u16, path: &str) -> Vec<Value> {
     serde_json::from_str(&body).unwrap_or_else(|err| panic!("{path}: {err}: {body}"))
 }
 
-/// Kills the server (the `piidx datasette` process became `datasette`).
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-#[test]
-fn datasette_searches_from_the_browser_with_canned_queries() {
-    let env = synced();
-    let session = session_with(&env.root, WORD);
-    // Port 0: the server picks a free port and says which.
-    let mut child = env
-        .command(&["datasette", "--port", "0"])
+/// Starts `command` (a Datasette server on port 0), waits until it listens
+/// and returns it with its port; its log is read on, so it never blocks.
+fn serve_datasette(mut command: Command) -> (Server, u16) {
+    let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("run piidx datasette");
+        .expect("run datasette");
     let stderr = child.stderr.take().expect("stderr");
     let mut server = Server(child);
     let mut lines = BufReader::new(stderr).lines();
@@ -383,7 +370,6 @@ fn datasette_searches_from_the_browser_with_canned_queries() {
         let _ = server.0.wait();
         panic!("datasette did not start: {said}");
     };
-    // Keep reading its log so that it never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -393,6 +379,25 @@ fn datasette_searches_from_the_browser_with_canned_queries() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    (server, port)
+}
+
+/// Kills the server (the `piidx datasette` process became `datasette`).
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn datasette_searches_from_the_browser_with_canned_queries() {
+    let env = synced();
+    let session = session_with(&env.root, WORD);
+    // Port 0: the server picks a free port and says which.
+    let (_server, port) = serve_datasette(env.command(&["datasette", "--port", "0"]));
     let db = "index";
     // The search box of the view (metadata: fts_table message_fts).
     let rows = get_json(
@@ -550,42 +555,12 @@ fn every_core_view_opens_without_piidx_in_python_and_datasette() {
     );
 
     // A plain Datasette: no metadata, no plugin.
-    let mut child = Command::new("datasette")
+    let mut plain = Command::new("datasette");
+    plain
         .arg("serve")
         .arg(&env.db)
-        .args(["--port", "0", "--host", "127.0.0.1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run datasette");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut server = Server(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let mut port = None;
-    for line in lines.by_ref() {
-        let line = line.expect("datasette output");
-        if let Some(at) = line.find("http://127.0.0.1:") {
-            let digits: String = line[at + 17..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            port = digits.parse::<u16>().ok();
-            break;
-        }
-    }
-    let Some(port) = port else {
-        let _ = server.0.wait();
-        panic!("datasette did not start");
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no server on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        .args(["--port", "0", "--host", "127.0.0.1"]);
+    let (_server, port) = serve_datasette(plain);
     for view in ["messages", "texts", "tool_calls", "v_entries"] {
         let rows = get_json(port, &format!("/index/{view}.json?_shape=array&_size=5"));
         assert!(!rows.is_empty(), "{view}");
