@@ -28,10 +28,12 @@ pub fn write(
     }
 }
 
-/// The longest id prefix a table shows: unique prefixes of real ids (UUIDv7:
-/// a millisecond, then random bits) end well before; a longer one is cut,
-/// with `…` to say so, and the table still fits a narrow terminal.
-const ID_WIDTH: usize = 14;
+/// The longest id prefix a table shows: two real ids (UUIDv7: a
+/// millisecond, then random bits) made in the same millisecond, as a fork
+/// and its parent can be, differ within the first 20 characters; a longer
+/// one is cut with `…`, and the column shrinks (cut the same way) to fit a
+/// narrow terminal.
+const ID_WIDTH: usize = 24;
 
 fn fit_id(id: &str) -> String {
     if id.chars().count() <= ID_WIDTH {
@@ -48,7 +50,7 @@ pub fn table(sessions: &[SessionInfo]) -> Table {
     let mut table = Table::new(vec![
         Column::fixed("modified"),
         Column::number("msgs"),
-        Column::fixed("id"),
+        Column::text("id"),
         Column::text("name / first message"),
         Column::path("cwd").droppable(1),
     ]);
