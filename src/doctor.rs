@@ -675,7 +675,7 @@ fn reindex(options: &DoctorOptions, diffs: &[FileDiff]) -> Result<(), DoctorErro
 
 /// Roots with the layout the index remembers for them (else inferred).
 fn with_layouts(db: &Path, paths: impl IntoIterator<Item = PathBuf>) -> Vec<Root> {
-    let (remembered, _) = crate::roots::remembered(db);
+    let (remembered, _) = crate::store::remembered(db);
     paths
         .into_iter()
         .map(|path| {

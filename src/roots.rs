@@ -307,52 +307,9 @@ pub fn user_root(path: &Path) -> Root {
     }
 }
 
-/// What an index remembers: the roots synced before, and the cwds of its
-/// sessions (where project settings may name session directories). Read
-/// without opening the index for writing; nothing for a database that is
-/// missing or older than the `roots` table.
-pub fn remembered(db: &Path) -> (Vec<Root>, Vec<PathBuf>) {
-    let flags =
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let Ok(conn) = rusqlite::Connection::open_with_flags(db, flags) else {
-        return (Vec::new(), Vec::new());
-    };
-    let roots = conn
-        .prepare("SELECT path, layout, origin FROM roots ORDER BY path")
-        .and_then(|mut stmt| {
-            stmt.query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(path, layout, origin)| {
-            Some(Root {
-                path: PathBuf::from(path),
-                layout: Layout::parse(&layout)?,
-                origin: origin_name(&origin),
-            })
-        })
-        .collect();
-    let cwds = conn
-        .prepare("SELECT DISTINCT cwd FROM sessions WHERE cwd <> ''")
-        .and_then(|mut stmt| {
-            stmt.query_map([], |row| row.get::<_, String>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .map(PathBuf::from)
-        .collect();
-    (roots, cwds)
-}
-
-fn origin_name(origin: &str) -> &'static str {
+/// An origin as stored in the `roots` table, as the name this build uses
+/// (an unknown one reads as `user`).
+pub fn origin_name(origin: &str) -> &'static str {
     match origin {
         "env" => "env",
         "settings" => "settings",
@@ -367,11 +324,12 @@ fn origin_name(origin: &str) -> &'static str {
     }
 }
 
-/// The roots of a sync with no `--root`: those remembered, then every
+/// The roots of a sync with no `--root`: those the index remembers
+/// (`store::remembered`: its roots and its sessions' cwds), then every
 /// place Pi may have written sessions that exists (cwds: the index's and
 /// `current_dir`).
-pub fn for_sync(db: &Path, current_dir: Option<PathBuf>) -> Vec<Root> {
-    let (mut roots, mut cwds) = remembered(db);
+pub fn for_sync(remembered: (Vec<Root>, Vec<PathBuf>), current_dir: Option<PathBuf>) -> Vec<Root> {
+    let (mut roots, mut cwds) = remembered;
     cwds.extend(current_dir);
     cwds.sort();
     cwds.dedup();

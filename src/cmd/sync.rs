@@ -102,7 +102,10 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
 /// Pi keeps sessions (`sync` and `watch`).
 pub fn roots_to_sync(named: &[PathBuf], global: &Global) -> Result<Vec<roots::Root>> {
     let roots = if named.is_empty() {
-        roots::for_sync(&global.db, std::env::current_dir().ok())
+        roots::for_sync(
+            piidx::store::remembered(&global.db),
+            std::env::current_dir().ok(),
+        )
     } else {
         named.iter().map(|root| roots::user_root(root)).collect()
     };

@@ -1321,7 +1321,7 @@ pub fn image(local: &mut Local, id: &str, params: &Params) -> Result<Answer, Fai
         .ok_or_else(|| Failure::new(400, "e=ENTRY_ROWID is missing"))?;
     let path = params.get("p").unwrap_or("");
     let index = local.index()?;
-    let images = crate::store::stored_images(index.connection(), rowid)?;
+    let images = index.stored_images(rowid)?;
     let Some(image) = images.into_iter().find(|i| i.json_path == path) else {
         return Err(Failure::new(404, "no image there"));
     };
@@ -1361,7 +1361,7 @@ fn outside_image(
 ) -> Result<Answer, Failure> {
     let index = local.index()?;
     let session = tree::resolve(index, id)?;
-    let named = crate::store::entries_mention(index.connection(), session.file_id, hex)?;
+    let named = index.entries_mention(session.file_id, hex)?;
     // Either agent's store: the digest alone does not say whose it is.
     let references: Vec<crate::outside::BlobRef> = [
         serde_json::json!({ "data": format!("blob:sha256:{hex}") }),

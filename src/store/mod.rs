@@ -46,7 +46,7 @@ pub use machine::{Machine, host_name};
 pub use push_source::{PushFile, PushTable};
 pub use redaction::RedactionState;
 pub use restore::{entries_mention, restore_entry, shared_values, stored_images};
-pub use roots::RootInfo;
+pub use roots::{RootInfo, remembered};
 pub use schema::SCHEMA_VERSION;
 pub use shard_readers::{ShardReadError, ShardReaders, Started};
 pub use state::FileState;

@@ -81,3 +81,16 @@ pub fn restore_entry(
         stored_images(conn, entry_rowid)?,
     ))
 }
+
+impl super::Index {
+    /// The image payloads cut out of one entry (`stored_images`).
+    pub fn stored_images(&self, entry_rowid: i64) -> rusqlite::Result<Vec<StoredImage>> {
+        stored_images(&self.conn, entry_rowid)
+    }
+
+    /// Whether some entry of the file has `text` in its stored JSON
+    /// (`entries_mention`).
+    pub fn entries_mention(&self, file_id: i64, text: &str) -> rusqlite::Result<bool> {
+        entries_mention(&self.conn, file_id, text)
+    }
+}

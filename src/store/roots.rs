@@ -2,8 +2,55 @@
 
 use rusqlite::params;
 
+use std::path::{Path, PathBuf};
+
 use super::{Index, Result, Writer};
-use crate::roots::{Layout, Root};
+use crate::roots::{Layout, Root, origin_name};
+
+/// What an index remembers: the roots synced before, and the cwds of its
+/// sessions (where project settings may name session directories). Read
+/// without opening the index for writing; nothing for a database that is
+/// missing or older than the `roots` table.
+pub fn remembered(db: &Path) -> (Vec<Root>, Vec<PathBuf>) {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let Ok(conn) = rusqlite::Connection::open_with_flags(db, flags) else {
+        return (Vec::new(), Vec::new());
+    };
+    let roots = conn
+        .prepare("SELECT path, layout, origin FROM roots ORDER BY path")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(path, layout, origin)| {
+            Some(Root {
+                path: PathBuf::from(path),
+                layout: Layout::parse(&layout)?,
+                origin: origin_name(&origin),
+            })
+        })
+        .collect();
+    let cwds = conn
+        .prepare("SELECT DISTINCT cwd FROM sessions WHERE cwd <> ''")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |row| row.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    (roots, cwds)
+}
 
 /// One remembered root with how much the index holds of it.
 #[derive(Debug, Clone, serde::Serialize)]

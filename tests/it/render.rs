@@ -275,6 +275,48 @@ fn markdown_is_commonmark() {
     assert!(reply_outside, "{text}");
 }
 
+/// Invariant 1 (ARCHITECTURE.md): only `store/` and `query/` speak SQL. No
+/// other module opens a connection, reaches for one, or prepares, runs or
+/// steps a statement; they call `Index`/`Writer` methods and `query`.
+#[test]
+fn only_store_and_query_speak_sql() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let speaking = [
+        "Connection::open",
+        ".connection()",
+        ".prepare(",
+        ".prepare_cached(",
+        ".query_row(",
+        ".query_map(",
+        ".execute(",
+        ".execute_batch(",
+    ];
+    let mut files = 0;
+    for entry in walkdir::WalkDir::new(&src) {
+        let entry = entry.expect("walk src");
+        let path = entry.path();
+        let inside = ["store", "query"]
+            .iter()
+            .any(|layer| path.starts_with(src.join(layer)));
+        if inside || path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        files += 1;
+        let text = std::fs::read_to_string(path).expect("read source");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(call) = speaking.iter().find(|call| code.contains(*call)) {
+                panic!(
+                    "{}:{}: only store/ and query/ speak SQL ({call}): {line}",
+                    path.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+    assert!(files > 20);
+}
+
 /// `query/` returns typed answers; only `render/` and the binary print.
 #[test]
 fn query_never_imports_render() {
