@@ -132,6 +132,12 @@ impl ListArgs {
     }
 }
 
+/// A time limit given in seconds (`--timeout`, `--search-timeout`): `None`
+/// for 0 (no limit).
+pub fn time_limit(seconds: f64) -> Option<std::time::Duration> {
+    (seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds.min(1e9)))
+}
+
 /// Standard output, buffered: a locked stdout alone makes one `write` per
 /// line. Callers flush, so a failed write is seen.
 pub fn stdout() -> BufWriter<StdoutLock<'static>> {

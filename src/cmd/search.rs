@@ -2,7 +2,6 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -85,11 +84,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         },
         raw: args.raw,
         substring: args.substring,
-        stop: if args.timeout > 0.0 {
-            Stop::after(Duration::from_secs_f64(args.timeout.min(1e9)))
-        } else {
-            Stop::never()
-        },
+        stop: super::time_limit(args.timeout).map_or_else(Stop::never, Stop::after),
     };
     let format = Format::choose(args.json, args.csv);
     let term = &global.term;

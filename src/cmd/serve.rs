@@ -59,8 +59,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         addr,
         token: access.token().map(str::to_owned),
         threads: args.threads.max(1),
-        search_budget: (args.search_timeout > 0.0)
-            .then(|| std::time::Duration::from_secs_f64(args.search_timeout.min(1e9))),
+        search_budget: super::time_limit(args.search_timeout),
         live: watch.is_some(),
     })?;
     let mut out = std::io::stdout().lock();

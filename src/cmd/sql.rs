@@ -1,7 +1,6 @@
 //! `piidx sql`: one read-only statement, rows printed as they come.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -32,7 +31,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let limits = Limits {
-        timeout: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout.min(1e9))),
+        timeout: super::time_limit(args.timeout),
         memory: (args.max_memory > 0).then(|| args.max_memory.saturating_mul(1 << 20)),
     };
     let mut out = super::stdout();

@@ -123,7 +123,7 @@ pub fn search_options(params: &Params, local: &Local) -> Result<SearchOptions, F
         },
         raw: params.flag("raw")?,
         substring: params.flag("substring")?,
-        stop: local.search_budget.map_or_else(Stop::never, Stop::after),
+        stop: local.search_budget().map_or_else(Stop::never, Stop::after),
     };
     if options.raw && options.substring {
         return Err(Failure::new(
@@ -137,14 +137,20 @@ pub fn search_options(params: &Params, local: &Local) -> Result<SearchOptions, F
     Ok(options)
 }
 
-/// A place among the searches running, or a 503 telling to retry.
-fn search_slot(local: &Local) -> Result<crate::serve::server::SearchSlot, Failure> {
-    local.search_slot().ok_or_else(|| {
+/// What a search holds while it runs: a place among the searches (else a
+/// 503 telling to retry), and the watch that stops it when its client goes
+/// away.
+fn start_search(
+    local: &Local,
+    stop: &Stop,
+) -> Result<(crate::serve::server::SearchSlot, super::client::ClientWatch), Failure> {
+    let slot = local.search_slot().ok_or_else(|| {
         Failure::new(
             503,
             "piidx serve is busy with other searches (one worker stays free for pages); try again in a moment",
         )
-    })
+    })?;
+    Ok((slot, super::client::watch(local.client, stop)))
 }
 
 /// The hits of a search (`search --json`'s values before the marks are
@@ -154,8 +160,7 @@ pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit
     if options.limit == 0 {
         return Ok((Vec::new(), 0.0));
     }
-    let _slot = search_slot(local)?;
-    let _client = super::client::watch(local.client, &options.stop);
+    let _running = start_search(local, &options.stop)?;
     let (index, head) = local.parts()?;
     let hits = search::search_again(index, head, options)?;
     Ok((hits, start.elapsed().as_secs_f64() * 1000.0))
@@ -166,8 +171,7 @@ pub fn search(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
     let options = search_options(params, local)?;
     if params.flag("sessions")? {
         let start = Instant::now();
-        let _slot = search_slot(local)?;
-        let _client = super::client::watch(local.client, &options.stop);
+        let _running = start_search(local, &options.stop)?;
         let (index, head) = local.parts()?;
         let found = search_sessions(index, std::mem::take(head), &options, options.limit)?;
         let mut answer = json(&found);

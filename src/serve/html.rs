@@ -23,14 +23,21 @@ pub fn push_esc(out: &mut String, text: &str) {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            '\n' | '\t' => out.push(c),
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push((c as u8 + b'@') as char);
-            }
-            '\u{7f}' => out.push_str("^?"),
-            c => out.push(c),
+            c => push_shown(out, c),
         }
+    }
+}
+
+/// Appends `c`, a control character other than newline and tab as `^X`.
+fn push_shown(out: &mut String, c: char) {
+    match c {
+        '\n' | '\t' => out.push(c),
+        c if (c as u32) < 0x20 => {
+            out.push('^');
+            out.push((c as u8 + b'@') as char);
+        }
+        '\u{7f}' => out.push_str("^?"),
+        c => out.push(c),
     }
 }
 
@@ -50,19 +57,10 @@ pub fn markdown(text: &str) -> String {
             Some(scheme) => matches!(scheme, "http" | "https" | "mailto"),
         }
     };
+    // pulldown-cmark escapes the markup; control characters are shown.
     let shown = |text: &str| -> String {
-        let mut out = String::new();
-        for c in text.chars() {
-            match c {
-                '\n' | '\t' => out.push(c),
-                c if (c as u32) < 0x20 => {
-                    out.push('^');
-                    out.push((c as u8 + b'@') as char);
-                }
-                '\u{7f}' => out.push_str("^?"),
-                c => out.push(c),
-            }
-        }
+        let mut out = String::with_capacity(text.len());
+        text.chars().for_each(|c| push_shown(&mut out, c));
         out
     };
     let options =

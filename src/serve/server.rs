@@ -104,20 +104,19 @@ pub struct Local {
     index: Option<Index>,
     pub head: HeadStart,
     searches: Searches,
-    /// How long one search may run (`serve --search-timeout`; `None`: no
-    /// limit).
-    pub search_budget: Option<Duration>,
     /// The address of the request being answered, to notice when its
     /// client goes away (`serve::client`).
     pub client: Option<std::net::SocketAddr>,
 }
 
-/// The searches running on all workers, and how many may: one worker is
-/// always left for the pages, however many searches are asked for at once.
+/// The searches running on all workers, how many may (one worker is always
+/// left for the pages, however many searches are asked for at once), and
+/// how long each may run (`serve --search-timeout`; `None`: no limit).
 #[derive(Clone)]
 pub struct Searches {
     running: Arc<AtomicUsize>,
     max: usize,
+    budget: Option<Duration>,
 }
 
 /// A search's place among `Searches`, given back when dropped.
@@ -130,10 +129,11 @@ impl Drop for SearchSlot {
 }
 
 impl Searches {
-    fn new(workers: usize) -> Searches {
+    fn new(workers: usize, budget: Option<Duration>) -> Searches {
         Searches {
             running: Arc::default(),
             max: workers.saturating_sub(1).max(1),
+            budget,
         }
     }
 }
@@ -145,14 +145,18 @@ impl Local {
             index: None,
             head: HeadStart::default(),
             searches,
-            search_budget: Some(super::api::SEARCH_BUDGET),
             client: None,
         }
     }
 
     /// A place for one search, or `None` when as many run as may.
+    /// How long one search may run.
+    pub fn search_budget(&self) -> Option<Duration> {
+        self.searches.budget
+    }
+
     pub fn search_slot(&self) -> Option<SearchSlot> {
-        let Searches { running, max } = &self.searches;
+        let Searches { running, max, .. } = &self.searches;
         let taken = running.fetch_add(1, Ordering::SeqCst);
         let slot = SearchSlot(Arc::clone(running));
         (taken < *max).then_some(slot)
@@ -228,7 +232,7 @@ impl Server {
             }
         });
         let threads = self.options.threads.max(1);
-        let searches = Searches::new(threads);
+        let searches = Searches::new(threads, self.options.search_budget);
         let shared = Arc::new(self);
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -243,7 +247,6 @@ impl Server {
 
     fn work(&self, searches: Searches) {
         let mut local = Local::new(self.options.db.clone(), searches);
-        local.search_budget = self.options.search_budget;
         while let Ok(request) = self.http.recv() {
             self.handle(&mut local, request);
         }
@@ -444,7 +447,7 @@ mod tests {
 
     #[test]
     fn searches_leave_a_worker_for_the_pages() {
-        let local = Local::new(PathBuf::from("/nonexistent"), Searches::new(3));
+        let local = Local::new(PathBuf::from("/nonexistent"), Searches::new(3, None));
         let first = local.search_slot().expect("a place");
         let second = local.search_slot().expect("a second place");
         assert!(
@@ -457,7 +460,7 @@ mod tests {
             .expect("a place given back is taken again");
         assert!(local.search_slot().is_none());
         drop((second, third));
-        let alone = Local::new(PathBuf::from("/nonexistent"), Searches::new(1));
+        let alone = Local::new(PathBuf::from("/nonexistent"), Searches::new(1, None));
         assert!(alone.search_slot().is_some(), "one worker also searches");
     }
 
