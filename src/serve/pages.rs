@@ -1693,13 +1693,14 @@ fn time_chart(report: &UsageReport, period: &str, out: &mut String, series: Seri
     }
 }
 
-/// Where a report's periods fall on a time axis: `positions[i]` is row
-/// `i`'s period as a number (a day, a week's Monday / 7, a month), and
-/// the axis runs from the first to the last; `None` when a key is not a
-/// period of `step` (then each row is a slot, in order).
+/// Where a report's periods fall on a time axis running from the first to
+/// the last: each row's slot, and the first period as a number (`position`:
+/// a day, a week's Monday less 4 over 7, a month); `first` is `None` when a
+/// key is not a period of `step` (then each row is a slot, in order).
 struct Axis {
     step: &'static str,
-    positions: Option<Vec<i64>>,
+    first: Option<i64>,
+    row_slots: Vec<usize>,
     slots: usize,
 }
 
@@ -1715,45 +1716,37 @@ impl Axis {
             _ => "day",
         };
         let positions: Option<Vec<i64>> = rows.iter().map(|row| position(step, &row.key)).collect();
-        let span = positions
+        let range = positions
             .as_ref()
-            .and_then(|p| Some(p.iter().max()? - p.iter().min()? + 1))
-            .filter(|span| (1..=MAX_SLOTS).contains(span));
-        match (positions, span) {
-            (Some(positions), Some(span)) => Axis {
+            .and_then(|p| Some((*p.iter().min()?, *p.iter().max()?)))
+            .filter(|(first, last)| (1..=MAX_SLOTS).contains(&(last - first + 1)));
+        match (positions, range) {
+            (Some(positions), Some((first, last))) => Axis {
                 step,
-                positions: Some(positions),
-                slots: span as usize,
+                first: Some(first),
+                row_slots: positions.iter().map(|p| (p - first) as usize).collect(),
+                slots: (last - first + 1) as usize,
             },
             _ => Axis {
                 step,
-                positions: None,
+                first: None,
+                row_slots: (0..rows.len()).collect(),
                 slots: rows.len().max(1),
             },
         }
     }
 
-    fn first(&self) -> i64 {
-        self.positions
-            .as_ref()
-            .and_then(|p| p.iter().min().copied())
-            .unwrap_or(0)
-    }
-
     /// Row `i`'s slot.
     fn slot(&self, i: usize) -> usize {
-        match &self.positions {
-            Some(positions) => (positions[i] - self.first()) as usize,
-            None => i,
-        }
+        self.row_slots[i]
     }
 
     /// The label of slot `at`: its period, year included.
     fn label(&self, at: usize, rows: &[UsageRow]) -> String {
-        if self.positions.is_none() {
+        let Some(first) = self.first else {
             return rows.get(at).map(|row| row.key.clone()).unwrap_or_default();
-        }
-        let n = self.first() + at as i64;
+        };
+        let n = first + at as i64;
         match self.step {
             "week" => crate::query::tz::format_iso_week(n * 7 + 4),
             "month" => format!("{:04}-{:02}", n.div_euclid(12), n.rem_euclid(12) + 1),
@@ -1866,7 +1859,8 @@ mod tests {
         // Labels give the keys back, year included.
         let axis = Axis {
             step: "week",
-            positions: Some(vec![week("2025-W52"), week("2026-W02")]),
+            first: Some(week("2025-W52")),
+            row_slots: vec![0, 2],
             slots: 3,
         };
         assert_eq!(axis.label(0, &[]), "2025-W52");
@@ -1875,7 +1869,8 @@ mod tests {
         assert_eq!(month("2026-01") - month("2025-12"), 1);
         let axis = Axis {
             step: "month",
-            positions: Some(vec![month("2025-11")]),
+            first: Some(month("2025-11")),
+            row_slots: vec![0],
             slots: 1,
         };
         assert_eq!(axis.label(0, &[]), "2025-11");
