@@ -58,6 +58,7 @@ impl Writer {
         self.index_pending_messages()?;
         self.conn.execute_batch("COMMIT").map_err(self.err())?;
         crate::fault::reached(crate::fault::Point::Commit);
+        crate::fault::hold_if_asked("commit", || false);
         self.dispatch_fts(upto)
     }
 
