@@ -14,6 +14,7 @@ pub mod sessions;
 pub mod sql;
 pub mod subagents;
 pub mod tools;
+pub mod transcript;
 pub mod tree;
 pub mod tz;
 pub mod usage;

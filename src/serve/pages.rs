@@ -6,7 +6,7 @@
 //! (`assets/app.js`) adds search as you type, the tab switch, copying and
 //! the live updates of `serve --watch`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write;
 
 use serde_json::Value;
@@ -20,7 +20,11 @@ use crate::query::scope::Scope;
 use crate::query::search::{self, Hit, ROLES};
 use crate::query::sessions::{self as session_query, SessionsQuery};
 use crate::query::subagents::{self, SubagentRun, SubagentsQuery};
-use crate::query::tree::{self, ContextItem, ContextKind, SessionTree, build_context, outline};
+use crate::query::transcript::{
+    self, Block, Body, Execution, Image, NestedMessage, Part, SystemPrompt, ToolCall, ToolResult,
+    Usage,
+};
+use crate::query::tree::{self, SessionTree, outline};
 use crate::query::usage::{GroupBy, UsageReport, UsageRow};
 use crate::render::usage::{bytes, duration};
 use crate::render::{group_digits, money};
@@ -423,7 +427,7 @@ pub fn session(
         }
         Some("transcript") => {
             let mut out = String::new();
-            Transcript::new(&tree, &session_id, &mut out, full_href).context(&path);
+            Transcript::new(&session_id, &mut out, full_href).context(&tree, &path);
             return Ok(Answer::html(out));
         }
         _ => {}
@@ -592,7 +596,7 @@ pub fn session(
         main.push_str(&placeholder("transcript"));
     } else {
         main.push('>');
-        Transcript::new(&tree, &session_id, &mut main, full_href).context(&path);
+        Transcript::new(&session_id, &mut main, full_href).context(&tree, &path);
     }
     main.push_str("</section>");
     let _ = write!(
@@ -676,12 +680,10 @@ fn tree_html(tree: &SessionTree, session_id: &str, leaf: Option<usize>, out: &mu
     out.push_str("</div>");
 }
 
-/// Turns a branch into HTML as `render::transcript` turns it into text:
-/// Pi's context (compactions and context edits applied), tool results
-/// under their calls, thinking folded, images shown, subagent transcripts
-/// nested.
+/// Turns a branch's blocks (`query::transcript`) into HTML as
+/// `render::transcript` turns them into text: tool results under their
+/// calls, thinking folded, images shown, subagent transcripts nested.
 struct Transcript<'a> {
-    tree: &'a SessionTree,
     session: &'a str,
     out: &'a mut String,
     /// Where the page shows every output whole; `None`: it does.
@@ -695,27 +697,20 @@ struct Transcript<'a> {
 /// to lay out. `?full=1` shows them whole.
 const OUTPUT_SHOWN: usize = 8 * 1024;
 
-fn role_of(message: &Value) -> &str {
-    message.get("role").and_then(Value::as_str).unwrap_or("?")
-}
-
-fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 impl<'a> Transcript<'a> {
-    fn new(
-        tree: &'a SessionTree,
-        session: &'a str,
-        out: &'a mut String,
-        full_href: Option<String>,
-    ) -> Transcript<'a> {
+    fn new(session: &'a str, out: &'a mut String, full_href: Option<String>) -> Transcript<'a> {
         Transcript {
-            tree,
             session,
             out,
             full_href,
             markdown: false,
+        }
+    }
+
+    /// The branch `path` of `tree`, as Pi's context sees it.
+    fn context(&mut self, tree: &SessionTree, path: &[usize]) {
+        for block in &transcript::branch(tree, path) {
+            self.block(block);
         }
     }
 
@@ -739,145 +734,157 @@ impl<'a> Transcript<'a> {
         );
     }
 
-    fn context(&mut self, path: &[usize]) {
-        let items = build_context(self.tree, path);
-        let mut results: HashMap<&str, &ContextItem> = HashMap::new();
-        for item in &items {
-            if item.kind == ContextKind::Message
-                && role_of(&item.message) == "toolResult"
-                && let Some(id) = item.message.get("toolCallId").and_then(Value::as_str)
-            {
-                results.entry(id).or_insert(item);
-            }
-        }
-        // Entries on the branch that give no message (labels, edits, model
-        // changes…) are shown after the message before them, so nothing on
-        // the branch is hidden; those a compaction summarises are not.
-        let in_context: HashSet<usize> = items.iter().map(|i| i.node).collect();
-        let position: HashMap<usize, usize> =
-            path.iter().enumerate().map(|(p, &i)| (i, p)).collect();
-        let compacted = items
-            .first()
-            .is_some_and(|i| i.kind != ContextKind::Message && i.kind != ContextKind::Custom);
-        if !compacted {
-            for &index in path.iter().take_while(|i| !in_context.contains(i)) {
-                if is_silent(&self.tree.nodes[index].kind) {
-                    self.note(index);
-                }
-            }
-        }
-        let mut printed: HashSet<usize> = HashSet::new();
-        let mut noted: HashSet<usize> = HashSet::new();
-        for (i, item) in items.iter().enumerate() {
-            if printed.contains(&item.node) && item.kind == ContextKind::Message {
-                continue;
-            }
-            self.item(item, &results, &mut printed);
-            let last_of_node = items.get(i + 1).is_none_or(|next| next.node != item.node);
-            if !last_of_node || !noted.insert(item.node) {
-                continue;
-            }
-            let Some(&at) = position.get(&item.node) else {
-                continue;
-            };
-            for &index in path[at + 1..]
-                .iter()
-                .take_while(|i| !in_context.contains(i))
-            {
-                if is_silent(&self.tree.nodes[index].kind) {
-                    self.note(index);
-                }
-            }
-        }
-    }
-
-    fn anchor(&mut self, index: usize, class: &str, what: &str) {
-        let node = &self.tree.nodes[index];
-        let when = node
-            .raw
-            .pointer("/message/timestamp")
-            .and_then(Value::as_i64)
-            .or(node.timestamp_ms)
-            .map(crate::render::minute)
-            .unwrap_or_default();
+    fn anchor(&mut self, block: &Block, class: &str, what: &str) {
+        let id = &block.entry_id;
+        let when = block.time_ms.map(crate::render::minute).unwrap_or_default();
         let _ = write!(
             self.out,
             "<article class=\"msg {class}\" id=\"e-{}\"><header><span class=\"who\">{}</span><time>{}</time><a class=\"id\" href=\"{}\">{}</a>",
-            esc(&node.id),
+            esc(id),
             esc(what),
             esc(&when),
-            entry_href(self.session, &node.id),
-            esc(&node.id.chars().take(8).collect::<String>())
+            entry_href(self.session, id),
+            esc(&id.chars().take(8).collect::<String>())
         );
-        if let Some(label) = self.tree.labels.get(&node.id) {
+        if let Some(label) = &block.label {
             let _ = write!(self.out, "<span class=\"label\">{}</span>", esc(label));
         }
     }
 
     /// An entry on the branch that gives the model no message: a label, a
     /// context edit, a model or thinking-level change, a session name.
-    fn note(&mut self, index: usize) {
-        let summary = tree::describe(self.tree, index);
-        let node = &self.tree.nodes[index];
+    fn note(&mut self, block: &Block, entry_type: &str, summary: &str) {
         let _ = write!(
             self.out,
             "<div class=\"note\" id=\"e-{}\"><span class=\"ty\">{}</span> ",
-            esc(&node.id),
-            esc(&node.kind)
+            esc(&block.entry_id),
+            esc(entry_type)
         );
-        push_esc(self.out, &cut(&summary, 200));
+        push_esc(self.out, &cut(summary, 200));
         self.out.push_str("</div>");
     }
 
-    fn item(
-        &mut self,
-        item: &ContextItem,
-        results: &HashMap<&str, &ContextItem>,
-        printed: &mut HashSet<usize>,
-    ) {
-        let index = item.node;
-        let message = &item.message;
-        match item.kind {
-            ContextKind::SystemCheckpoint => {
-                self.anchor(index, "system", "system prompt kept by the compaction");
-                self.edit_mark(item);
-                self.out.push_str("</header>");
-                self.system(message);
-            }
-            ContextKind::CompactionSummary => {
-                let tokens = message
-                    .get("tokensBefore")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                let what = format!("compaction · {} tokens before", group_digits(tokens));
-                self.anchor(index, "compaction", &what);
-                self.out.push_str("</header>");
-                self.text(str_of(message, "summary"));
-            }
-            ContextKind::BranchSummary => {
-                self.anchor(index, "compaction", "branch summary");
-                self.out.push_str("</header>");
-                self.text(str_of(message, "summary"));
-            }
-            ContextKind::Custom => {
-                let what = format!("custom: {}", str_of(message, "customType"));
-                self.anchor(index, "custom", &what);
-                self.edit_mark(item);
-                self.out.push_str("</header>");
-                self.content(Some(index), message.get("content"), "$.content");
-            }
-            ContextKind::Message => self.message(item, results, printed),
-        }
-        self.out.push_str("</article>");
-        printed.insert(index);
+    /// The header of a block that shows whether a context edit changed it.
+    fn head(&mut self, block: &Block, class: &str, what: &str) {
+        self.anchor(block, class, what);
+        self.edit_mark(block.edited_by.as_deref());
+        self.out.push_str("</header>");
     }
 
-    fn edit_mark(&mut self, item: &ContextItem) {
-        if let Some(edit) = item.edited_by {
+    fn block(&mut self, block: &Block) {
+        match &block.body {
+            Body::Note {
+                entry_type,
+                summary,
+            } => return self.note(block, entry_type, summary),
+            Body::System(prompt) => {
+                let what = if prompt.checkpoint {
+                    "system prompt kept by the compaction"
+                } else {
+                    "system prompt"
+                };
+                self.head(block, "system", what);
+                self.system(prompt);
+            }
+            Body::Compaction {
+                summary,
+                tokens_before,
+            } => {
+                let what = format!(
+                    "compaction · {} tokens before",
+                    group_digits(*tokens_before)
+                );
+                self.anchor(block, "compaction", &what);
+                self.out.push_str("</header>");
+                self.text(summary);
+            }
+            Body::BranchSummary { summary } => {
+                self.anchor(block, "compaction", "branch summary");
+                self.out.push_str("</header>");
+                self.text(summary);
+            }
+            Body::Custom {
+                custom_type,
+                content,
+            } => {
+                self.head(block, "custom", &format!("custom: {custom_type}"));
+                self.content(content);
+            }
+            Body::User { content } => {
+                self.head(block, "user", "user");
+                self.content(content);
+            }
+            Body::Developer { content } => {
+                self.head(block, "custom", "developer");
+                self.content(content);
+            }
+            Body::Other { role, content } => {
+                self.head(block, "custom", role);
+                self.content(content);
+            }
+            Body::Assistant(assistant) => {
+                let what = format!("assistant · {}", assistant.model);
+                self.anchor(block, "assistant", &what);
+                self.edit_mark(block.edited_by.as_deref());
+                self.usage(assistant.usage);
+                self.out.push_str("</header>");
+                self.markdown = true;
+                self.content(&assistant.content);
+                self.markdown = false;
+                for call in &assistant.calls {
+                    self.tool_call(call);
+                }
+                if let Some(error) = &assistant.error {
+                    self.pre("error", &format!("error: {error}"));
+                }
+            }
+            Body::ToolResult(result) => {
+                self.head(
+                    block,
+                    "tool",
+                    &format!("tool result · {}", result.tool_name),
+                );
+                self.tool_output(result);
+            }
+            Body::Bash(run) => {
+                self.head(block, "bash", "bash (user)");
+                self.execution("$ ", run);
+            }
+            Body::Python(run) => {
+                self.head(block, "bash", "python");
+                self.execution(">>> ", run);
+            }
+            Body::FileMention { files } => {
+                self.head(block, "custom", "file mention");
+                for file in files {
+                    match &file.skipped_reason {
+                        Some(why) => self.pre("cmd", &format!("@{} (skipped: {why})", file.path)),
+                        None => {
+                            self.pre("cmd", &format!("@{}", file.path));
+                            self.output(file.content.as_deref().unwrap_or(""));
+                        }
+                    }
+                }
+            }
+        }
+        self.out.push_str("</article>");
+    }
+
+    /// `$ command   (exit N)` and its output.
+    fn execution(&mut self, prompt: &str, run: &Execution) {
+        let code = run
+            .exit_code
+            .map_or("none".to_owned(), |code| code.to_string());
+        self.pre("cmd", &format!("{prompt}{}   (exit {code})", run.command));
+        self.output(&run.output);
+    }
+
+    fn edit_mark(&mut self, edited_by: Option<&str>) {
+        if let Some(edit) = edited_by {
             let _ = write!(
                 self.out,
                 "<span class=\"edit\">edited by {}</span>",
-                esc(&self.tree.nodes[edit].id)
+                esc(edit)
             );
         }
     }
@@ -906,32 +913,22 @@ impl<'a> Transcript<'a> {
         self.out.push_str("</pre>");
     }
 
-    fn image(&mut self, index: Option<usize>, block: &Value, path: &str) {
-        let mime = block.get("mimeType").and_then(Value::as_str).unwrap_or("");
-        let Some(index) = index else {
-            let _ = write!(self.out, "<div class=\"img\">[image {}]</div>", esc(mime));
-            return;
-        };
-        let node = &self.tree.nodes[index];
+    fn image(&mut self, image: &Image) {
+        let mime = image.mime.as_deref().unwrap_or("");
         // Kept outside the session file: from the agent's store when there.
-        if let Some(reference) = crate::outside::blob_ref(block) {
-            let placeholder = self
-                .tree
-                .outside_placeholder(block)
+        if let Some(outside) = &image.outside {
+            let placeholder = outside
+                .placeholder
+                .clone()
                 .unwrap_or_else(|| format!("[image {mime}]"));
-            let found = self
-                .tree
-                .outside
-                .get(reference.hex())
-                .is_some_and(|located| located.size.is_some());
-            if found {
+            if outside.found {
                 let _ = write!(
                     self.out,
                     "<img class=\"img\" loading=\"lazy\" alt=\"{}\" title=\"{}\" src=\"/s/{}/image?b={}&amp;m={}\">",
                     esc(&placeholder),
                     esc(&placeholder),
                     encode(self.session),
-                    reference.hex(),
+                    outside.hex,
                     encode(mime)
                 );
             } else {
@@ -943,19 +940,19 @@ impl<'a> Transcript<'a> {
             }
             return;
         }
-        match self.tree.images.get(&(node.rowid, path.to_owned())) {
-            Some(info) => {
+        match &image.stored {
+            Some(stored) => {
                 let _ = write!(
                     self.out,
                     "<img class=\"img\" loading=\"lazy\" alt=\"{}\" src=\"/s/{}/image?e={}&amp;p={}&amp;m={}\">",
                     esc(&tree::image_placeholder(
-                        info.mime_type.as_deref(),
-                        info.byte_len
+                        stored.mime_type.as_deref(),
+                        stored.byte_len
                     )),
                     encode(self.session),
-                    node.rowid,
-                    encode(path),
-                    encode(info.mime_type.as_deref().unwrap_or(mime))
+                    stored.rowid,
+                    encode(&stored.path),
+                    encode(stored.mime_type.as_deref().unwrap_or(mime))
                 );
             }
             None => {
@@ -964,160 +961,59 @@ impl<'a> Transcript<'a> {
         }
     }
 
-    /// Text, image and thinking blocks (tool calls are the caller's).
-    fn content(&mut self, index: Option<usize>, value: Option<&Value>, base: &str) {
-        match value {
-            Some(Value::String(text)) => self.text(text),
-            Some(Value::Array(blocks)) => {
-                for (i, block) in blocks.iter().enumerate() {
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => self.text(str_of(block, "text")),
-                        Some("image") => self.image(index, block, &format!("{base}[{i}]")),
-                        Some("thinking") => {
-                            let redacted =
-                                block.get("redacted").and_then(Value::as_bool) == Some(true);
-                            let thinking = if redacted {
-                                "[redacted thinking]"
-                            } else {
-                                str_of(block, "thinking")
-                            };
-                            if !thinking.trim().is_empty() {
-                                self.out.push_str(
-                                    "<details class=\"thinking\"><summary>thinking</summary><div class=\"text\">",
-                                );
-                                push_esc(self.out, thinking.trim_end());
-                                self.out.push_str("</div></details>");
-                            }
-                        }
-                        Some("toolCall") => {}
-                        Some(other) => {
-                            let _ = write!(
-                                self.out,
-                                "<div class=\"note\">[{} block]</div>",
-                                esc(other)
-                            );
-                        }
-                        None => {}
+    /// Text, image and thinking parts.
+    fn content(&mut self, parts: &[Part]) {
+        for part in parts {
+            match part {
+                Part::Text { text } => self.text(text),
+                Part::Image(image) => self.image(image),
+                Part::Thinking { text } => {
+                    if !text.trim().is_empty() {
+                        self.out.push_str(
+                            "<details class=\"thinking\"><summary>thinking</summary><div class=\"text\">",
+                        );
+                        push_esc(self.out, text.trim_end());
+                        self.out.push_str("</div></details>");
                     }
                 }
-            }
-            _ => {}
-        }
-    }
-
-    fn message(
-        &mut self,
-        item: &ContextItem,
-        results: &HashMap<&str, &ContextItem>,
-        printed: &mut HashSet<usize>,
-    ) {
-        let index = item.node;
-        let message = &item.message;
-        match role_of(message) {
-            "system" => {
-                self.anchor(index, "system", "system prompt");
-                self.edit_mark(item);
-                self.out.push_str("</header>");
-                self.system(message);
-            }
-            "assistant" => {
-                let what = format!("assistant · {}", str_of(message, "model"));
-                self.anchor(index, "assistant", &what);
-                self.edit_mark(item);
-                self.usage(message);
-                self.out.push_str("</header>");
-                self.markdown = true;
-                self.content(Some(index), message.get("content"), "$.message.content");
-                self.markdown = false;
-                let calls = message
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"));
-                for call in calls {
-                    let result = results.get(str_of(call, "id")).copied();
-                    if let Some(result) = result {
-                        printed.insert(result.node);
-                    }
-                    self.tool_call(call, result);
+                Part::Other {
+                    block_type: Some(other),
+                } => {
+                    let _ = write!(self.out, "<div class=\"note\">[{} block]</div>", esc(other));
                 }
-                if let Some(error) = message.get("errorMessage").and_then(Value::as_str) {
-                    self.pre("error", &format!("error: {error}"));
-                }
-            }
-            "toolResult" => {
-                let what = format!("tool result · {}", str_of(message, "toolName"));
-                self.anchor(index, "tool", &what);
-                self.edit_mark(item);
-                self.out.push_str("</header>");
-                self.tool_output(Some(item));
-            }
-            "bashExecution" => {
-                self.anchor(index, "bash", "bash (user)");
-                self.edit_mark(item);
-                self.out.push_str("</header>");
-                let code = message
-                    .get("exitCode")
-                    .and_then(Value::as_i64)
-                    .map_or("none".to_owned(), |c| c.to_string());
-                self.pre(
-                    "cmd",
-                    &format!("$ {}   (exit {code})", str_of(message, "command")),
-                );
-                self.output(str_of(message, "output"));
-            }
-            other => {
-                let what = match other {
-                    "custom" => format!("custom: {}", str_of(message, "customType")),
-                    _ => other.to_owned(),
-                };
-                let class = if other == "user" { "user" } else { "custom" };
-                self.anchor(index, class, &what);
-                self.edit_mark(item);
-                self.out.push_str("</header>");
-                self.content(Some(index), message.get("content"), "$.message.content");
+                Part::Other { block_type: None } => {}
             }
         }
     }
 
-    fn usage(&mut self, message: &Value) {
-        let Some(usage) = message.get("usage") else {
+    fn usage(&mut self, usage: Option<Usage>) {
+        let Some(Usage { total_tokens, cost }) = usage else {
             return;
         };
-        let tokens = usage
-            .get("totalTokens")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let cost = usage
-            .pointer("/cost/total")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
-        if tokens > 0 || cost > 0.0 {
+        if total_tokens > 0 || cost > 0.0 {
             let _ = write!(
                 self.out,
                 "<span class=\"usage\">{} tok · {}</span>",
-                group_digits(tokens),
+                group_digits(total_tokens),
                 money(cost)
             );
         }
     }
 
     /// A tool call with its result under it.
-    fn tool_call(&mut self, call: &Value, result: Option<&ContextItem>) {
-        let name = str_of(call, "name");
-        let error =
-            result.is_some_and(|r| r.message.get("isError").and_then(Value::as_bool) == Some(true));
-        let args_text = arguments_text(call);
+    fn tool_call(&mut self, call: &ToolCall) {
+        let result = call.result.as_ref();
+        let error = result.is_some_and(|r| r.is_error);
+        let args_text = arguments_text(call.arguments.as_ref());
         let _ = write!(
             self.out,
             "<div class=\"call{}\"><div class=\"callhead\"><span class=\"tool\">{}</span>",
             if error { " err" } else { "" },
-            esc(name)
+            esc(&call.name)
         );
         match result {
             Some(result) => {
-                let id = &self.tree.nodes[result.node].id;
+                let id = &result.entry_id;
                 let _ = write!(
                     self.out,
                     "<span class=\"res\" id=\"e-{}\">{} · {}</span>",
@@ -1125,13 +1021,7 @@ impl<'a> Transcript<'a> {
                     if error { "error" } else { "result" },
                     esc(&id.chars().take(8).collect::<String>())
                 );
-                if let Some(edit) = result.edited_by {
-                    let _ = write!(
-                        self.out,
-                        "<span class=\"edit\">edited by {}</span>",
-                        esc(&self.tree.nodes[edit].id)
-                    );
-                }
+                self.edit_mark(result.edited_by.as_deref());
             }
             None => self
                 .out
@@ -1139,73 +1029,52 @@ impl<'a> Transcript<'a> {
         }
         self.out.push_str("</div>");
         self.pre("args", &args_text);
-        if result.is_some() {
+        if let Some(result) = result {
             self.tool_output(result);
         }
         self.out.push_str("</div>");
     }
 
     /// A tool result's content, and the transcripts of the subagent runs
-    /// it records (`details.results[].messages`), nested.
-    fn tool_output(&mut self, result: Option<&ContextItem>) {
-        let Some(result) = result else {
-            return;
-        };
-        let message = &result.message;
-        match message.get("content") {
-            Some(Value::String(text)) => self.output(text),
-            Some(Value::Array(blocks)) => {
-                let mut text = String::new();
-                for (i, block) in blocks.iter().enumerate() {
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(str_of(block, "text"));
-                        }
-                        Some("image") => {
-                            self.output(&std::mem::take(&mut text));
-                            self.image(
-                                Some(result.node),
-                                block,
-                                &format!("$.message.content[{i}]"),
-                            );
-                        }
-                        _ => {}
+    /// it records, nested.
+    fn tool_output(&mut self, result: &ToolResult) {
+        let mut text = String::new();
+        for part in &result.content {
+            match part {
+                Part::Text { text: more } => {
+                    if !text.is_empty() {
+                        text.push('\n');
                     }
+                    text.push_str(more);
                 }
-                self.output(&text);
+                Part::Image(image) => {
+                    self.output(&std::mem::take(&mut text));
+                    self.image(image);
+                }
+                _ => {}
             }
-            _ => {}
         }
-        let runs = message
-            .pointer("/details/results")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten();
-        for (position, run) in runs.enumerate() {
-            let Some(messages) = run.get("messages").and_then(Value::as_array) else {
-                continue;
-            };
+        self.output(&text);
+        for run in &result.runs {
             let _ = write!(
                 self.out,
-                "<details class=\"sub\"{}><summary>subagent run #{position} · {} · {} messages · {}</summary>",
+                "<details class=\"sub\"{}><summary>subagent run #{} · {} · {} messages · {}</summary>",
                 // A short run is shown open; a long one stays folded.
-                if messages.len() <= 4 { " open" } else { "" },
-                esc(run.get("agent").and_then(Value::as_str).unwrap_or("?")),
-                messages.len(),
-                esc(&cut(str_of(run, "task"), 120))
+                if run.messages.len() <= 4 { " open" } else { "" },
+                run.position,
+                esc(run.agent.as_deref().unwrap_or("?")),
+                run.messages.len(),
+                esc(&cut(&run.task, 120))
             );
-            self.nested(messages);
+            self.nested(&run.messages);
             self.out.push_str("</details>");
         }
     }
 
     /// A subagent's own messages (not entries: no ids, no tree).
-    fn nested(&mut self, messages: &[Value]) {
+    fn nested(&mut self, messages: &[NestedMessage]) {
         for message in messages {
-            let role = role_of(message);
+            let role = message.role.as_str();
             let class = match role {
                 "assistant" => "assistant",
                 "user" => "user",
@@ -1213,8 +1082,8 @@ impl<'a> Transcript<'a> {
                 _ => "custom",
             };
             let what = match role {
-                "assistant" => format!("assistant · {}", str_of(message, "model")),
-                "toolResult" => format!("tool result · {}", str_of(message, "toolName")),
+                "assistant" => format!("assistant · {}", message.model),
+                "toolResult" => format!("tool result · {}", message.tool_name),
                 other => other.to_owned(),
             };
             let _ = write!(
@@ -1223,25 +1092,15 @@ impl<'a> Transcript<'a> {
                 esc(&what)
             );
             if role == "toolResult" {
-                let text = match message.get("content") {
-                    Some(Value::String(t)) => t.clone(),
-                    other => tree::content_text(other),
-                };
-                self.output(&text);
+                self.output(&message.output);
             } else {
-                self.content(None, message.get("content"), "");
-                let calls = message
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"));
-                for call in calls {
-                    let args = arguments_text(call);
+                self.content(&message.content);
+                for call in &message.calls {
+                    let args = arguments_text(call.arguments.as_ref());
                     let _ = write!(
                         self.out,
                         "<div class=\"call\"><div class=\"callhead\"><span class=\"tool\">{}</span></div>",
-                        esc(str_of(call, "name"))
+                        esc(&call.name)
                     );
                     self.pre("args", &args);
                     self.out.push_str("</div>");
@@ -1252,19 +1111,15 @@ impl<'a> Transcript<'a> {
     }
 
     /// A system prompt, folded.
-    fn system(&mut self, message: &Value) {
-        let mut text = String::new();
-        if let Some(content) = message.get("content").and_then(Value::as_str) {
-            text.push_str(content);
-        }
-        if let Some(sections) = message.get("sections").and_then(Value::as_object) {
-            for (name, section) in sections {
-                let _ = write!(
-                    text,
-                    "\n\n§ {name}\n{}",
-                    section.as_str().unwrap_or("(removed)")
-                );
-            }
+    fn system(&mut self, prompt: &SystemPrompt) {
+        let mut text = prompt.content.clone().unwrap_or_default();
+        for section in &prompt.sections {
+            let _ = write!(
+                text,
+                "\n\n§ {}\n{}",
+                section.name,
+                section.text.as_deref().unwrap_or("(removed)")
+            );
         }
         let _ = write!(
             self.out,
@@ -1279,8 +1134,8 @@ impl<'a> Transcript<'a> {
 /// A tool call's arguments as shown: a shell command as `$ command` (its
 /// other arguments after it, as `# key: value`), one string argument as it
 /// is (a path), else pretty JSON.
-fn arguments_text(call: &Value) -> String {
-    let args = call.get("arguments").unwrap_or(&Value::Null);
+fn arguments_text(args: Option<&Value>) -> String {
+    let args = args.unwrap_or(&Value::Null);
     if let Some(command) = args.get("command").and_then(Value::as_str) {
         let mut text = format!("$ {command}");
         for (key, value) in args.as_object().into_iter().flatten() {
@@ -1300,14 +1155,6 @@ fn arguments_text(call: &Value) -> String {
         },
         _ => serde_json::to_string_pretty(args).unwrap_or_default(),
     }
-}
-
-/// Entries that give no message but are shown on the branch.
-fn is_silent(kind: &str) -> bool {
-    !matches!(
-        kind,
-        "message" | "compaction" | "branch_summary" | "custom_message"
-    )
 }
 
 /// `/s/<id>/image?e=ROWID&p=PATH&m=MIME`: an image payload, decoded.
