@@ -896,6 +896,23 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
                             .unwrap_or("")
                     )
                 ),
+                "pythonExecution" => format!(
+                    ">>> {}",
+                    one_line(
+                        message
+                            .and_then(|m| m.get("code"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                    )
+                ),
+                "fileMention" => message
+                    .and_then(|m| m.get("files"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|file| file.get("path").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 "toolResult" => format!(
                     "{} → {}",
                     message
@@ -946,10 +963,34 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
             raw.get("customType").and_then(Value::as_str).unwrap_or(""),
             text(raw.get("content"))
         ),
-        "model_change" => format!(
-            "model → {}/{}",
-            raw.get("provider").and_then(Value::as_str).unwrap_or("?"),
-            raw.get("modelId").and_then(Value::as_str).unwrap_or("?")
+        // oh-my-pi writes `model: "provider/id"`, Pi `provider` and `modelId`.
+        "model_change" => match raw.get("model").and_then(Value::as_str) {
+            Some(model) => format!("model → {model}"),
+            None => format!(
+                "model → {}/{}",
+                raw.get("provider").and_then(Value::as_str).unwrap_or("?"),
+                raw.get("modelId").and_then(Value::as_str).unwrap_or("?")
+            ),
+        },
+        "title_change" => format!(
+            "title = {}",
+            one_line(raw.get("title").and_then(Value::as_str).unwrap_or(""))
+        ),
+        "mode_change" => format!(
+            "mode → {}",
+            raw.get("mode").and_then(Value::as_str).unwrap_or("?")
+        ),
+        "ttsr_injection" => format!(
+            "rules injected: {}",
+            one_line(
+                &raw.get("injectedRules")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         ),
         "thinking_level_change" => format!(
             "thinking → {}",

@@ -993,3 +993,61 @@ fn dechunked(head: &str, body: Vec<u8>) -> Vec<u8> {
         rest = &rest[end + 2 + size + 2..];
     }
 }
+
+/// The roles oh-my-pi and the port add are shown with their content, and
+/// the entries that give no message are the same notes in `show` and on
+/// the web page (one typed transcript under both).
+#[test]
+fn other_agents_roles_and_notes_are_shown_alike_in_show_and_serve() {
+    let env = omp_env();
+    env.sync();
+    let session = "01a1f82f-1e80-765c";
+    let text = show(&env, &["show", session]);
+    for want in [
+        "── developer ·",
+        "Developer note: keep the gecko flag on.",
+        "── file mention ·",
+        "@src/cfg.ts",
+        "export const marmosetLevel = 3;",
+        "── python ·",
+        ">>> print('ibisloop')",
+        "· e916e2a8 title = Alpha flamingo rename",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    let served = crate::serve::Served::start(&env, &[]);
+    let (status, _, page) = served.get(&format!("/s/{session}"), &[]);
+    assert_eq!(status, 200);
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains("<span class=\"ty\">title_change</span> title = Alpha flamingo rename"),
+        "{page}"
+    );
+    assert!(page.contains("marmosetLevel"), "{page}");
+    // The same notes, in the same order.
+    let on_page: Vec<&str> = page
+        .split("<div class=\"note\" id=\"e-")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    let in_show: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("· "))
+        .filter_map(|rest| rest.split(' ').next())
+        .collect();
+    assert!(!in_show.is_empty());
+    assert_eq!(on_page, in_show);
+    drop(served);
+
+    let env = port_env();
+    env.sync();
+    let text = show(&env, &["show", "a1b2c3d4", "--all"]);
+    for want in [
+        "── branch summary ·",
+        "Branch summary: tried the tapir path.",
+        "── compaction summary (4200 tokens before) ·",
+        "Compacted: margay notes.",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+}
