@@ -47,6 +47,20 @@ pub struct SessionInfo {
     pub agent: String,
 }
 
+/// What a session is called, as Pi's `/resume` shows it: its name, else
+/// its first message. The one title rule: the session list, search hits,
+/// the picker and a session's page all call it.
+pub fn title<'a>(name: Option<&'a str>, first_message: Option<&'a str>) -> Option<&'a str> {
+    name.or(first_message)
+}
+
+impl SessionInfo {
+    /// The session's `title`.
+    pub fn title(&self) -> &str {
+        title(self.name.as_deref(), Some(&self.first_message)).unwrap_or_default()
+    }
+}
+
 /// The fewest characters of a session id a table shows.
 pub const SHORT_ID: usize = 8;
 
@@ -229,15 +243,18 @@ pub struct Related {
 pub fn related(store: &Index, session_id: &str, path: &str) -> rusqlite::Result<Related> {
     let conn = store.connection();
     let link = |row: &rusqlite::Row<'_>| {
+        let (name, first): (Option<String>, Option<String>) = (row.get(2)?, row.get(3)?);
         Ok(SessionLink {
             id: row.get(0)?,
             path: row.get(1)?,
-            title: row.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            title: title(name.as_deref(), first.as_deref())
+                .unwrap_or_default()
+                .to_owned(),
         })
     };
     let parent = conn
         .prepare_cached(
-            "SELECT p.session_id, p.file_path, coalesce(p.name, p.first_message)
+            "SELECT p.session_id, p.file_path, p.name, p.first_message
                FROM sessions s JOIN sessions p
                  ON p.file_path = s.parent_session
               WHERE s.file_path = ?1 LIMIT 1",
@@ -247,7 +264,7 @@ pub fn related(store: &Index, session_id: &str, path: &str) -> rusqlite::Result<
         .transpose()?;
     let forks = conn
         .prepare_cached(
-            "SELECT s.session_id, s.file_path, coalesce(s.name, s.first_message)
+            "SELECT s.session_id, s.file_path, s.name, s.first_message
                FROM sessions s JOIN files f ON f.file_id = s.file_id
               WHERE f.status <> 'deleted' AND s.parent_session = ?1
               ORDER BY s.created_ms, s.file_path",
@@ -256,7 +273,7 @@ pub fn related(store: &Index, session_id: &str, path: &str) -> rusqlite::Result<
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let delegated_by = conn
         .prepare_cached(
-            "SELECT s.session_id, s.file_path, coalesce(s.name, s.first_message)
+            "SELECT s.session_id, s.file_path, s.name, s.first_message
                FROM subagent_runs r JOIN sessions s ON s.file_id = r.file_id
               WHERE r.child_session_id = ?1 LIMIT 1",
         )?
