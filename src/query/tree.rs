@@ -886,25 +886,17 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
                 .and_then(|m| m.get("role"))
                 .and_then(Value::as_str)
                 .unwrap_or("?");
+            let field = |key: &str| {
+                one_line(
+                    message
+                        .and_then(|m| m.get(key))
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                )
+            };
             let body = match role {
-                "bashExecution" => format!(
-                    "$ {}",
-                    one_line(
-                        message
-                            .and_then(|m| m.get("command"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                    )
-                ),
-                "pythonExecution" => format!(
-                    ">>> {}",
-                    one_line(
-                        message
-                            .and_then(|m| m.get("code"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                    )
-                ),
+                "bashExecution" => format!("$ {}", field("command")),
+                "pythonExecution" => format!(">>> {}", field("code")),
                 "fileMention" => message
                     .and_then(|m| m.get("files"))
                     .and_then(Value::as_array)

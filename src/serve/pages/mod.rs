@@ -27,7 +27,7 @@ pub use usage::usage;
 use super::api::Failure;
 use super::html::{Nav, esc, page};
 use super::http::{Answer, Context};
-use super::params::encode;
+use super::params::{Params, encode};
 
 pub fn error(context: &Context, failure: &Failure) -> Answer {
     let main = format!(
@@ -73,6 +73,11 @@ fn input(name: &str, label: &str, value: Option<&str>, placeholder: &str) -> Str
         esc(value.unwrap_or("")),
         esc(placeholder)
     )
+}
+
+/// A text field named and labelled `name`, holding the parameter's value.
+fn field(params: &Params, name: &str, placeholder: &str) -> String {
+    input(name, name, params.get(name), placeholder)
 }
 
 /// A drop-down of `choices`; with `any`, a first choice that sets nothing.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{entry_href, input, select, session_href};
+use super::{entry_href, field, select, session_href};
 use crate::query::search::{self, Hit, ROLES};
 use crate::query::sessions::title;
 use crate::serve::api::{self, Failure};
@@ -54,21 +54,11 @@ pub fn search(local: &mut Local, context: &Context, params: &Params) -> Result<A
         ],
         true,
     ));
-    main.push_str(&input("tool", "tool", params.get("tool"), "bash"));
-    main.push_str(&input("model", "model", params.get("model"), "sonnet"));
-    main.push_str(&input(
-        "project",
-        "project",
-        params.get("project"),
-        "cwd or part",
-    ));
-    main.push_str(&input(
-        "since",
-        "since",
-        params.get("since"),
-        "7d, 2026-02-01",
-    ));
-    main.push_str(&input("until", "until", params.get("until"), "today"));
+    main.push_str(&field(params, "tool", "bash"));
+    main.push_str(&field(params, "model", "sonnet"));
+    main.push_str(&field(params, "project", "cwd or part"));
+    main.push_str(&field(params, "since", "7d, 2026-02-01"));
+    main.push_str(&field(params, "until", "today"));
     main.push_str(&select(
         "sort",
         "order",

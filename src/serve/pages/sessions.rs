@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{input, session_href};
+use super::{field, session_href};
 use crate::query::sessions::{self as session_query, SessionsQuery};
 use crate::serve::api::{self, Failure};
 use crate::serve::html::{Nav, cut, esc, page};
@@ -42,13 +42,8 @@ pub fn sessions(local: &mut Local, context: &Context, params: &Params) -> Result
         let _ = write!(main, "<option value=\"{}\">", esc(cwd));
     }
     main.push_str("</datalist>");
-    main.push_str(&input(
-        "since",
-        "since",
-        params.get("since"),
-        "7d, 2026-02-01",
-    ));
-    main.push_str(&input("until", "until", params.get("until"), "today"));
+    main.push_str(&field(params, "since", "7d, 2026-02-01"));
+    main.push_str(&field(params, "until", "today"));
     // The coding agents, as a facet, when the index holds more than Pi's.
     let mut agents: Vec<(&str, usize)> = Vec::new();
     for info in &every {

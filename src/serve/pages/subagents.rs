@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{input, session_href};
+use super::{field, session_href};
 use crate::query::subagents::SubagentRun;
 use crate::render::{group_digits, money};
 use crate::serve::api::{self, Failure};
@@ -16,14 +16,9 @@ pub fn subagents(local: &mut Local, context: &Context, params: &Params) -> Resul
     let runs = api::subagent_runs(local, params)?;
     let mut main = String::new();
     main.push_str("<form class=\"filters bar\" action=\"/subagents\">");
-    main.push_str(&input("agent", "agent", params.get("agent"), "worker"));
-    main.push_str(&input(
-        "project",
-        "project",
-        params.get("project"),
-        "cwd or part",
-    ));
-    main.push_str(&input("since", "since", params.get("since"), "7d"));
+    main.push_str(&field(params, "agent", "worker"));
+    main.push_str(&field(params, "project", "cwd or part"));
+    main.push_str(&field(params, "since", "7d"));
     let checked = if params.flag("failed")? {
         " checked"
     } else {

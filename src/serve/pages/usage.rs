@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{input, select};
+use super::{field, select};
 use crate::query::usage::{GroupBy, UsageReport, UsageRow};
 use crate::render::usage::{bytes, duration};
 use crate::render::{group_digits, money};
@@ -39,15 +39,10 @@ pub fn usage(local: &mut Local, context: &Context, params: &Params) -> Result<An
         &["day", "week", "month"],
         false,
     ));
-    main.push_str(&input("model", "model", params.get("model"), "sonnet"));
-    main.push_str(&input(
-        "project",
-        "project",
-        params.get("project"),
-        "cwd or part",
-    ));
-    main.push_str(&input("since", "since", params.get("since"), "30d"));
-    main.push_str(&input("until", "until", params.get("until"), "today"));
+    main.push_str(&field(params, "model", "sonnet"));
+    main.push_str(&field(params, "project", "cwd or part"));
+    main.push_str(&field(params, "since", "30d"));
+    main.push_str(&field(params, "until", "today"));
     main.push_str("<button>Show</button></form>");
     main.push_str("<section data-region id=\"usage\">");
     let total = &over_time.total;
