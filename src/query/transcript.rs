@@ -300,11 +300,12 @@ pub fn branch(tree: &SessionTree, path: &[usize]) -> Vec<Block> {
     let mut printed: HashSet<usize> = HashSet::new();
     let mut noted: HashSet<usize> = HashSet::new();
     for (i, item) in items.iter().enumerate() {
-        if printed.contains(&item.node) && item.kind == ContextKind::Message {
-            continue;
+        // A result shown under its call is not shown again, but the notes
+        // after it are still due.
+        if !(printed.contains(&item.node) && item.kind == ContextKind::Message) {
+            out.push(block(tree, item, Some(&results), &mut printed));
+            printed.insert(item.node);
         }
-        out.push(block(tree, item, Some(&results), &mut printed));
-        printed.insert(item.node);
         let last_of_node = items.get(i + 1).is_none_or(|next| next.node != item.node);
         if !last_of_node || !noted.insert(item.node) {
             continue;
@@ -718,4 +719,162 @@ fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
 
 fn string(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::query::tree::{Node, SessionRef};
+
+    /// A tree of `entries` (each an entry object with `type` and `id`), in
+    /// file order, one chain.
+    fn tree(entries: &[Value]) -> SessionTree {
+        let nodes: Vec<Node> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| Node {
+                rowid: i as i64 + 1,
+                id: raw["id"].as_str().unwrap_or_default().to_owned(),
+                parent: None,
+                kind: raw["type"].as_str().unwrap_or_default().to_owned(),
+                timestamp: None,
+                timestamp_ms: Some(1_000 * i as i64),
+                line_no: i as i64 + 2,
+                raw: raw.clone(),
+            })
+            .collect();
+        SessionTree {
+            session: SessionRef {
+                file_id: 1,
+                session_id: "s".into(),
+                path: "/s.jsonl".into(),
+            },
+            header: json!({"type": "session", "cwd": "/w"}),
+            by_id: nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.id.clone(), i))
+                .collect(),
+            nodes,
+            labels: HashMap::new(),
+            images: HashMap::new(),
+            first_kept: HashMap::new(),
+            outside: HashMap::new(),
+        }
+    }
+
+    fn message(id: &str, message: Value) -> Value {
+        json!({"type": "message", "id": id, "message": message})
+    }
+
+    fn kinds(blocks: &[Block]) -> Vec<String> {
+        blocks
+            .iter()
+            .map(|b| {
+                let value = serde_json::to_value(b).unwrap_or_default();
+                format!("{}:{}", value["kind"].as_str().unwrap_or("?"), b.entry_id)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn results_sit_under_their_calls_and_silent_entries_are_notes() {
+        let tree = tree(&[
+            json!({"type": "model_change", "id": "m", "provider": "p", "modelId": "x"}),
+            message("u", json!({"role": "user", "content": "hi"})),
+            message(
+                "a",
+                json!({"role": "assistant", "model": "x", "content": [
+                    {"type": "thinking", "thinking": "hmm"},
+                    {"type": "text", "text": "reading"},
+                    {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "f"}}
+                ]}),
+            ),
+            message(
+                "r",
+                json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [{"type": "text", "text": "body"}], "isError": true}),
+            ),
+            json!({"type": "label", "id": "l", "targetId": "a", "label": "here"}),
+            message(
+                "o",
+                json!({"role": "toolResult", "toolCallId": "nobody", "toolName": "bash", "content": "late"}),
+            ),
+        ]);
+        let blocks = branch(&tree, &[0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            kinds(&blocks),
+            ["note:m", "user:u", "assistant:a", "note:l", "tool_result:o"]
+        );
+        let Body::Assistant(assistant) = &blocks[2].body else {
+            panic!("{:?}", blocks[2]);
+        };
+        assert_eq!(assistant.content.len(), 2);
+        let result = assistant.calls[0].result.as_ref().expect("paired");
+        assert_eq!((result.entry_id.as_str(), result.is_error), ("r", true));
+        let Body::Note { summary, .. } = &blocks[0].body else {
+            panic!("{:?}", blocks[0]);
+        };
+        assert_eq!(summary, "model → p/x");
+        // `--all` gives each entry alone: the call without its result.
+        let alone = entry(&tree, 2);
+        let Body::Assistant(assistant) = &alone[0].body else {
+            panic!("{alone:?}");
+        };
+        assert!(assistant.calls[0].result.is_none());
+    }
+
+    #[test]
+    fn other_agents_roles_have_their_own_blocks() {
+        let tree = tree(&[
+            message("d", json!({"role": "developer", "content": "note"})),
+            message(
+                "p",
+                json!({"role": "pythonExecution", "code": "print(1)", "output": "1\n", "exitCode": 0}),
+            ),
+            message(
+                "f",
+                json!({"role": "fileMention", "files": [{"path": "a.ts", "content": "x"}]}),
+            ),
+            message(
+                "c",
+                json!({"role": "compactionSummary", "summary": "s", "tokensBefore": 9}),
+            ),
+            message("b", json!({"role": "branchSummary", "summary": "t"})),
+            message("x", json!({"role": "somethingNew", "content": "y"})),
+        ]);
+        let blocks = branch(&tree, &[0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            kinds(&blocks),
+            [
+                "developer:d",
+                "python:p",
+                "file_mention:f",
+                "compaction:c",
+                "branch_summary:b",
+                "other:x"
+            ]
+        );
+        let Body::Compaction { tokens_before, .. } = &blocks[3].body else {
+            panic!("{:?}", blocks[3]);
+        };
+        assert_eq!(*tokens_before, 9);
+    }
+
+    #[test]
+    fn a_compaction_leaves_out_the_notes_it_summarises() {
+        let tree = tree(&[
+            json!({"type": "thinking_level_change", "id": "t", "thinkingLevel": "high"}),
+            message("u", json!({"role": "user", "content": "old"})),
+            message("k", json!({"role": "user", "content": "kept"})),
+            json!({"type": "compaction", "id": "c", "summary": "sum", "firstKeptEntryId": "k", "tokensBefore": 5}),
+            json!({"type": "session_info", "id": "n", "name": "named"}),
+        ]);
+        let blocks = branch(&tree, &[0, 1, 2, 3, 4]);
+        // A note follows the entry before it on the branch: the compaction.
+        assert_eq!(kinds(&blocks), ["compaction:c", "note:n", "user:k"]);
+    }
 }
