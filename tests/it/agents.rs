@@ -169,8 +169,12 @@ fn omp_usage_counts_model_usage_and_not_the_task_twice() {
         })
         .filter_map(|row| row["cost"].as_f64())
         .sum();
-    // The title call (model_usage, 0.00108) and both subagents' turns.
-    assert!((haiku - (0.00108 + 0.0042 + 0.001)).abs() < 1e-9, "{haiku}");
+    // The title call (model_usage, 0.00108) and both subagents' turns
+    // (explore's: 0.0042 and its task call 0.0007; grep's: 0.001).
+    assert!(
+        (haiku - (0.00108 + 0.0042 + 0.0007 + 0.001)).abs() < 1e-9,
+        "{haiku}"
+    );
     // `model_change.model` ("provider/id") split for --model and the tables.
     assert_eq!(
         env.count(
@@ -178,6 +182,59 @@ fn omp_usage_counts_model_usage_and_not_the_task_twice() {
         ),
         1
     );
+}
+
+/// `subagents --json` lists the runs omp's task tool recorded
+/// (`details.results[]`, nested runs in a subagent's own transcript
+/// included), each with its usage as omp recorded it and linked to the
+/// parent session and to the transcript omp wrote for it
+/// (`<artifacts folder>/<id>.jsonl`; `runs` in omp-sessions.json, computed
+/// with omp's own rules). The transcripts keep their own usage rows, so the
+/// runs add nothing to `usage` (checked above).
+#[test]
+fn omp_subagent_runs_are_listed_and_linked_to_their_transcripts() {
+    let env = omp_env();
+    env.sync();
+    let opened = expected("omp-sessions.json");
+    let opened = opened.as_array().expect("array");
+    let id_of = |rel: &str| {
+        opened
+            .iter()
+            .find(|s| s["path"] == rel)
+            .map(|s| s["id"].clone())
+            .unwrap_or_else(|| panic!("{rel} not in omp-sessions.json"))
+    };
+    let ours = json(&env, &["subagents", "--json"]);
+    let ours = ours.as_array().expect("runs");
+    let mut want_runs = 0;
+    for session in opened {
+        for run in session["runs"].as_array().expect("runs") {
+            want_runs += 1;
+            let got = ours
+                .iter()
+                .find(|r| r["parent_session"] == session["id"] && r["task"] == run["task"])
+                .unwrap_or_else(|| panic!("run {} not listed: {ours:#?}", run["id"]));
+            assert_eq!(got["agent"], run["agent"], "{run}");
+            assert_eq!(got["exit"], run["exitCode"], "{run}");
+            assert_eq!(got["status"], "completed", "{run}");
+            assert_eq!(got["cost"], run["cost"], "{run}");
+            assert_eq!(got["tokens"], run["totalTokens"], "{run}");
+            assert_eq!(
+                got["duration_s"].as_f64(),
+                run["durationMs"].as_f64().map(|ms| ms / 1000.0),
+                "{run}"
+            );
+            let transcript = run["transcript"].as_str().expect("transcript");
+            assert_eq!(got["child_session"], id_of(transcript), "{run}");
+        }
+    }
+    assert_eq!(ours.len(), want_runs, "{ours:#?}");
+    assert_eq!(want_runs, 2, "the fixture has a run and a nested run");
+    // The link is re-derived from what the index holds: a second sync
+    // writes nothing, and a fresh sync agrees.
+    let again = env.sync();
+    assert_eq!(again["files_indexed"], 0, "{again}");
+    assert_eq!(json(&env, &["subagents", "--json"]), Value::Array(ours.clone()));
 }
 
 /// omp renames a session by rewriting the 256-byte title slot in place:
