@@ -12,7 +12,8 @@
 //! byte) and never a copy of the bytes: `show`, `serve` and `doctor` look
 //! them up here when they are asked, so a blob that appears or goes later
 //! needs no sync. A reference whose bytes are not there is reported as
-//! missing, never an error. A digest is accepted only as 64 hex digits, so a
+//! missing, never an error: by `doctor`, and as a warning by the `sync`
+//! that reads its session. A digest is accepted only as 64 hex digits, so a
 //! reference can never name a path outside the store.
 
 use std::fs;
@@ -167,6 +168,35 @@ fn size_text(bytes: u64) -> String {
     } else {
         format!("{bytes} B")
     }
+}
+
+/// What `doctor` and `sync` say about an image whose bytes are not where
+/// its agent keeps them: the file and line, what is missing, what to do.
+pub fn missing_image_message(
+    session: &str,
+    line: i64,
+    reference: &BlobRef,
+    located: &Located,
+) -> String {
+    format!(
+        "{session}:{line}: image sha256 {} is missing from {} ({}); show, serve and export name it without its bytes: copy {} back beside the sessions to see it",
+        reference.hex(),
+        reference.store_name(),
+        located.path.display(),
+        match reference {
+            BlobRef::Omp { .. } => "omp's blobs/ folder",
+            BlobRef::Port { .. } => "the session's .blobs/ folder",
+        }
+    )
+}
+
+/// The same for an omp tool result whose full output (`artifact://<id>`,
+/// `<id>.<tool>.log` in the session's folder) is not there.
+pub fn missing_output_message(session: &str, line: i64, id: &str) -> String {
+    let folder = session.strip_suffix(".jsonl").unwrap_or(session);
+    format!(
+        "{session}:{line}: the tool result's full output (artifact://{id}, {id}.<tool>.log in {folder}/) is missing; only the truncated output in the session is searchable: put the file back and run `piidx sync`"
+    )
 }
 
 /// Every image block's reference in an entry: the image blocks of

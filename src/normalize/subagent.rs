@@ -398,10 +398,7 @@ mod tests {
             runs[0].child_location.as_deref(),
             Some("0-Explore.0-Grep.jsonl")
         );
-        assert_eq!(
-            runs[0].model.as_deref(),
-            Some("anthropic/claude-haiku-4-5")
-        );
+        assert_eq!(runs[0].model.as_deref(), Some("anthropic/claude-haiku-4-5"));
         assert_eq!(runs[0].context_tokens, Some(210));
         assert_eq!(runs[0].cost, Some(0.001));
         assert_eq!(runs[1].child_location, None);

@@ -234,7 +234,10 @@ fn omp_subagent_runs_are_listed_and_linked_to_their_transcripts() {
     // writes nothing, and a fresh sync agrees.
     let again = env.sync();
     assert_eq!(again["files_indexed"], 0, "{again}");
-    assert_eq!(json(&env, &["subagents", "--json"]), Value::Array(ours.clone()));
+    assert_eq!(
+        json(&env, &["subagents", "--json"]),
+        Value::Array(ours.clone())
+    );
 }
 
 /// omp renames a session by rewriting the 256-byte title slot in place:
@@ -875,6 +878,79 @@ fn omp_full_tool_output_is_searched_with_its_tool_result() {
         "{doctor}"
     );
     same_as_fresh(&env);
+}
+
+/// A file a session names outside itself but that is not there (omp's
+/// `<N>.<tool>.log` full output, an image in omp's blob store or the
+/// port's `.blobs/` folder) is a warning of the sync that reads the
+/// session, in `sync --json`'s `warnings`: the file and line, what is
+/// missing, what to do. Never a failure, a skipped file or a changed exit
+/// code; a sync that reads nothing new says nothing again, and a `.log`
+/// that goes later is noticed by the sync that sees it go.
+#[test]
+fn missing_blobs_and_full_outputs_are_sync_warnings() {
+    // omp's sessions without omp's blob store beside them.
+    let env = omp_env();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--root", &root, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{report}");
+    let beta = "01a1f867-4198-7ac9-bc4e-c9c7c5896ef1.jsonl:5: image sha256 ";
+    assert!(
+        warnings[0].contains(beta)
+            && warnings[0].contains(OMP_BLOB)
+            && warnings[0].contains("missing from omp's blob store")
+            && warnings[0].contains("copy omp's blobs/ folder back"),
+        "{report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(beta),
+        "printed as a warning"
+    );
+    let again = env.sync();
+    assert_eq!(again["warnings"], serde_json::json!([]), "{again}");
+
+    // The full output goes: the sync that sees it go says so.
+    fs::remove_file(alpha_output(&env)).expect("remove log");
+    let gone = env.sync();
+    let warnings = gone["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{gone}");
+    let text = warnings[0].as_str().expect("text");
+    assert!(
+        text.contains("66515f90587b.jsonl:8: ")
+            && text.contains("artifact://0")
+            && text.contains("put the file back and run `piidx sync`"),
+        "{gone}"
+    );
+
+    // The port: a `$piBlob` whose `.blobs/` folder is gone.
+    let env = port_env();
+    let blobs = env
+        .root
+        .join("--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl.blobs");
+    fs::remove_dir_all(&blobs).expect("remove .blobs");
+    let report = env.sync();
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    let text = warnings[0].as_str().expect("text");
+    assert!(
+        text.contains("a1b2c3d4.jsonl:")
+            && text.contains("missing from the session's .blobs/ folder"),
+        "{report}"
+    );
 }
 
 const OMP_BLOB: &str = "73f66894d05ef479d1019497f3fb035c79e7460bad36e960feefc2a2ebaa3ea9";
