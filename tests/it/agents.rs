@@ -434,6 +434,17 @@ fn port_sessions_and_show_follow_the_ports_reading() {
             &want["parentSession"],
             "{rel}"
         );
+        // The model and thinking level the port resumes with.
+        assert_eq!(
+            got.get("model").unwrap_or(&Value::Null),
+            &want["model"],
+            "{rel}"
+        );
+        assert_eq!(
+            got.get("thinkingLevel").unwrap_or(&Value::Null),
+            &want["thinkingLevel"],
+            "{rel}"
+        );
         if want["branch"].as_array().is_some_and(|b| !b.is_empty()) {
             let shown = json(&env, &["show", &path, "--json"]);
             let ids: Vec<&str> = shown
@@ -467,6 +478,60 @@ fn port_sessions_and_show_follow_the_ports_reading() {
         .filter_map(|row| row["cost"].as_f64())
         .sum();
     assert!((cost - 0.0466).abs() < 1e-9, "{cost}");
+}
+
+/// The port's `fallback*` header fields are what it resumes a branch
+/// with that has no model or thinking change of its own while another
+/// branch has one (`effective_model_for_current_path`,
+/// `effective_thinking_level_for_current_path` in its `session.rs`):
+/// `sessions --json` shows them as written and the model they give. Pi's
+/// and omp's rows have none of these fields.
+#[test]
+fn port_fallback_header_fields_give_the_model_of_a_branch_without_a_change() {
+    let env = port_env();
+    let dir = env.root.join("--home-u-work-rsdemo--");
+    // In the shape the port's serde structs write (see the generator):
+    // the leaf is on the branch without changes; the other branch has both.
+    let lines = [
+        r#"{"type":"session","version":3,"id":"f4f4f4f4-0000-4000-8000-000000000001","timestamp":"2026-11-22T08:00:00.000Z","cwd":"/home/u/work/rsdemo","provider":"anthropic","modelId":"claude-opus-4-1","thinkingLevel":"high","fallbackProvider":"openai","fallbackModelId":"gpt-5","fallbackThinkingLevel":"low","leafId":"f0000002"}"#,
+        r#"{"type":"message","id":"f0000001","timestamp":"2026-11-22T08:00:01.000Z","message":{"role":"user","content":"Which fallback, said the okapi?","timestamp":1795334401000}}"#,
+        r#"{"type":"message","id":"f0000002","parentId":"f0000001","timestamp":"2026-11-22T08:00:02.000Z","message":{"role":"user","content":"This branch has no change.","timestamp":1795334402000}}"#,
+        r#"{"type":"model_change","id":"f0000003","parentId":"f0000001","timestamp":"2026-11-22T08:00:03.000Z","provider":"anthropic","modelId":"claude-opus-4-1"}"#,
+        r#"{"type":"thinking_level_change","id":"f0000004","parentId":"f0000003","timestamp":"2026-11-22T08:00:04.000Z","thinkingLevel":"high"}"#,
+    ];
+    fs::write(
+        dir.join("2026-11-22T08-00-00.000Z_f4f4f4f4.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .expect("write");
+    env.sync();
+    let ours = json(&env, &["sessions", "--json"]);
+    let got = ours
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|s| s["id"] == "f4f4f4f4-0000-4000-8000-000000000001")
+        })
+        .expect("listed");
+    assert_eq!(
+        got["model"],
+        serde_json::json!({"provider": "openai", "id": "gpt-5"})
+    );
+    assert_eq!(got["thinkingLevel"], "low");
+    assert_eq!(got["fallbackProvider"], "openai");
+    assert_eq!(got["fallbackModelId"], "gpt-5");
+    assert_eq!(got["fallbackThinkingLevel"], "low");
+
+    let env = omp_env();
+    env.sync();
+    for row in json(&env, &["sessions", "--json"])
+        .as_array()
+        .expect("rows")
+    {
+        for key in ["model", "thinkingLevel", "fallbackProvider"] {
+            assert!(row.get(key).is_none(), "{row}");
+        }
+    }
 }
 
 /// One root with all three agents' files: nothing skipped, `--agent` keeps
