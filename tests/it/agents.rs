@@ -480,6 +480,76 @@ fn port_sessions_and_show_follow_the_ports_reading() {
     assert!((cost - 0.0466).abs() < 1e-9, "{cost}");
 }
 
+/// A session of an older omp (13.19.0, written by its own SessionManager:
+/// `fixtures/omp13/`), untitled, so its header has no field of omp's own:
+/// it is omp's by its snowflake session id and by its entries
+/// (`model_change.model`, `ttsr_injection`); and with a UUID for an id, as
+/// omp 14 to 17 give, by its entries alone. Listed, shown, counted and
+/// searched as omp 13 reads it (`expected/omp13.json`).
+#[test]
+fn older_omp_files_are_omps() {
+    let env = Env::new();
+    copy_tree(&fixtures().join("omp13/sessions"), &env.root);
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    let want = expected("omp13.json");
+    let listed = &want["listing"][0];
+    let ours = json(&env, &["sessions", "--json"]);
+    let got = &ours[0];
+    assert_eq!(ours.as_array().map(Vec::len), Some(1), "{ours}");
+    assert_eq!(got["agent"], "omp", "{got}");
+    assert_eq!(got["id"], listed["id"]);
+    assert_eq!(got["cwd"], listed["cwd"]);
+    assert_eq!(got.get("name").unwrap_or(&Value::Null), &listed["title"]);
+    assert_eq!(got["created"], listed["created"]);
+    assert_eq!(got["messageCount"], listed["messageCount"]);
+    assert_eq!(got["firstMessage"], listed["firstMessage"]);
+    let id = listed["id"].as_str().expect("id");
+    let shown = json(&env, &["show", id, "--json"]);
+    let ids: Vec<&Value> = shown
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| &e["id"])
+        .collect();
+    let branch: Vec<&Value> = want["open"]["branch"]
+        .as_array()
+        .expect("branch")
+        .iter()
+        .collect();
+    assert_eq!(ids, branch);
+    let usage = json(&env, &["usage", "--session", id, "--json"]);
+    let cost: f64 = usage
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|row| row["cost"].as_f64())
+        .sum();
+    let want_cost = want["open"]["usage"]["cost"].as_f64().expect("cost");
+    assert!((cost - want_cost).abs() < 1e-9, "{cost} != {want_cost}");
+    for word in ["wapitiquill", "gharialnote"] {
+        let hits = json(
+            &env,
+            &["search", word, "--agent", "omp", "--session", id, "--json"],
+        );
+        assert!(!hits.as_array().expect("hits").is_empty(), "{word}");
+    }
+
+    // The same file with a UUID for its session id (omp 14 and later):
+    // its header is Pi's to the letter; its entries are omp's.
+    let file = crate::util::jsonl_files(&env.root).remove(0);
+    let text = fs::read_to_string(&file).expect("read");
+    let uuid = "019d4d9c-8e00-7000-8000-0000000000aa";
+    fs::write(&file, text.replace(id, uuid)).expect("write");
+    let report = env.sync();
+    assert_eq!(report["files_indexed"], 1, "{report}");
+    let agents = env.sql("SELECT session_id, agent FROM sessions");
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_eq!(agents[0]["session_id"], uuid);
+    assert_eq!(agents[0]["agent"], "omp");
+    same_as_fresh(&env);
+}
+
 /// The port's `fallback*` header fields are what it resumes a branch
 /// with that has no model or thinking change of its own while another
 /// branch has one (`effective_model_for_current_path`,
