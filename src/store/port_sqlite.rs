@@ -5,6 +5,12 @@
 //! of the equivalent JSONL file: the header, then the entries by `seq`. The
 //! port replaces the whole content in one transaction per save, so a file
 //! that changed is read whole again.
+//!
+//! Images and media over 64 KiB are not in the entries' JSON: a block's
+//! `data` is `{"$piBlob":"sha256:<hex>",…}` and the bytes are a row of the
+//! same file's `pi_session_blobs(digest, byte_length, data)` (the port's
+//! `session_sqlite/attachments.rs`; JSONL sessions keep them in
+//! `<file>.blobs/` instead). `blob_len` and `blob` read them, read-only.
 
 use std::path::Path;
 
@@ -24,8 +30,7 @@ pub const SESSION_INDEX: &str = "session-index.sqlite";
 
 /// The session's lines: the header's JSON, then every entry's in `seq` order.
 pub fn read_port_session(path: &Path) -> Result<Vec<String>, PortSqliteError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)?;
+    let conn = open_read_only(path)?;
     let tables: i64 = conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table'
             AND name IN ('pi_session_header', 'pi_session_entries')",
@@ -52,4 +57,37 @@ pub fn read_port_session(path: &Path) -> Result<Vec<String>, PortSqliteError> {
         lines.push(row?);
     }
     Ok(lines)
+}
+
+/// The length of the attachment `sha256:<hex>` kept in the SQLite session
+/// at `path`, or `None` when the file, its `pi_session_blobs` table or the
+/// row is not there.
+pub fn blob_len(path: &Path, hex: &str) -> Option<u64> {
+    let conn = open_read_only(path).ok()?;
+    conn.query_row(
+        "SELECT length(data) FROM pi_session_blobs
+          WHERE digest = ?1 AND typeof(data) = 'blob' LIMIT 1",
+        [format!("sha256:{hex}")],
+        |row| row.get::<_, i64>(0),
+    )
+    .ok()
+    .and_then(|len| u64::try_from(len).ok())
+}
+
+/// The bytes of the attachment `sha256:<hex>` kept in the SQLite session at
+/// `path`, or `None` (see `blob_len`).
+pub fn blob(path: &Path, hex: &str) -> Option<Vec<u8>> {
+    let conn = open_read_only(path).ok()?;
+    conn.query_row(
+        "SELECT data FROM pi_session_blobs
+          WHERE digest = ?1 AND typeof(data) = 'blob' LIMIT 1",
+        [format!("sha256:{hex}")],
+        |row| row.get::<_, Vec<u8>>(0),
+    )
+    .ok()
+}
+
+fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(path, flags)
 }

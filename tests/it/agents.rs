@@ -1089,8 +1089,6 @@ fn missing_blobs_and_full_outputs_are_sync_warnings() {
 }
 
 const OMP_BLOB: &str = "73f66894d05ef479d1019497f3fb035c79e7460bad36e960feefc2a2ebaa3ea9";
-const PORT_BLOB: &str = "d14a6fe09e3f9b0fb0ea6784ce054690a3088f45b4a266c1b5406a6cd3bf4785";
-
 /// An omp tree with its blob store where omp keeps it: `sessions/`'s
 /// sibling `blobs/`.
 fn omp_env_with_blobs() -> (Env, std::path::PathBuf) {
@@ -1175,6 +1173,97 @@ fn images_outside_the_jsonl_are_shown_from_their_store() {
         "{doctor}"
     );
 }
+
+/// A pi_agent_rust SQLite session keeps an image over 64 KiB as a row of
+/// its own `pi_session_blobs(digest, byte_length, data)` table, the entry
+/// naming it `{"$piBlob":"sha256:<hex>",…}` (the port's
+/// `session_sqlite/attachments.rs`; not a `.blobs/` folder, which only its
+/// JSONL sessions have): `show` finds it there, `sync` and `doctor` say
+/// nothing is missing; without the row, `sync` warns.
+#[test]
+fn port_sqlite_images_are_read_from_their_database() {
+    let env = port_env();
+    let dir = env.root.join("--home-u-work-rsdemo--");
+    let bytes = fs::read(
+        dir.join("2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl.blobs")
+            .join(PORT_BLOB),
+    )
+    .expect("blob");
+    let path = dir.join("2026-11-23T08-00-00.000Z_7c7c7c7c.sqlite");
+    {
+        // The port's INIT_SQL and INIT_BLOBS, and rows as it writes them.
+        let conn = rusqlite::Connection::open(&path).expect("create");
+        conn.execute_batch(
+            "CREATE TABLE pi_session_header (id TEXT PRIMARY KEY, json TEXT NOT NULL);
+             CREATE TABLE pi_session_entries (seq INTEGER PRIMARY KEY, json TEXT NOT NULL);
+             CREATE TABLE pi_session_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE pi_session_blobs (digest TEXT PRIMARY KEY NOT NULL,
+                 byte_length INTEGER NOT NULL, data BLOB NOT NULL);",
+        )
+        .expect("schema");
+        let id = "7c7c7c7c-1d1d-4e2e-8f3f-404040404040";
+        let header = format!(
+            r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-11-23T08:00:00.000Z","cwd":"/home/u/work/rsdemo"}}"#
+        );
+        let image = format!(
+            r#"{{"type":"message","id":"i0000001","timestamp":"2026-11-23T08:00:01.000Z","message":{{"role":"user","content":[{{"type":"text","text":"What does this tamarin plot say?"}},{{"type":"image","data":{{"$piBlob":"sha256:{PORT_BLOB}","sizeBytes":{},"encoding":"base64"}},"mimeType":"image/png"}}],"timestamp":1795420801000}}}}"#,
+            bytes.len()
+        );
+        conn.execute(
+            "INSERT INTO pi_session_header (id, json) VALUES (?1, ?2)",
+            [id, header.as_str()],
+        )
+        .expect("header");
+        conn.execute(
+            "INSERT INTO pi_session_entries (seq, json) VALUES (1, ?1)",
+            [image.as_str()],
+        )
+        .expect("entry");
+        conn.execute(
+            "INSERT INTO pi_session_blobs (digest, byte_length, data) VALUES (?1, ?2, ?3)",
+            rusqlite::params![format!("sha256:{PORT_BLOB}"), bytes.len() as i64, bytes],
+        )
+        .expect("blob row");
+    }
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
+    let text = show(&env, &["show", "7c7c7c7c"]);
+    let want = format!(
+        "[image image/png 64 KB, sha256 d14a6fe09e3f… in the session database's pi_session_blobs table: {}]",
+        path.display()
+    );
+    assert!(text.contains(&want), "{text}");
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(
+        doctor["findings"]["missing_outside"],
+        serde_json::json!([]),
+        "{doctor}"
+    );
+
+    // Without the row (a save the port would never make): a warning.
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute("DELETE FROM pi_session_blobs", [])
+            .expect("delete");
+        conn.execute(
+            "UPDATE pi_session_entries SET json = replace(json, 'tamarin', 'tamarins')",
+            [],
+        )
+        .expect("touch");
+    }
+    let report = env.sync();
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    assert!(
+        warnings[0].as_str().is_some_and(|w| w
+            .contains("missing from the session database's pi_session_blobs table")
+            && w.contains("7c7c7c7c.sqlite:")),
+        "{report}"
+    );
+}
+
+const PORT_BLOB: &str = "d14a6fe09e3f9b0fb0ea6784ce054690a3088f45b4a266c1b5406a6cd3bf4785";
 
 /// `serve` shows an image kept outside the JSONL and its image route
 /// returns the blob's bytes with their type; a blob that is missing, or
