@@ -1184,6 +1184,208 @@ fn images_outside_the_jsonl_are_shown_from_their_store() {
 fn port_sqlite_images_are_read_from_their_database() {
     let env = port_env();
     let dir = env.root.join("--home-u-work-rsdemo--");
+    let path = port_sqlite_with_image(&dir);
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
+    let text = show(&env, &["show", "7c7c7c7c"]);
+    let want = format!(
+        "[image image/png 64 KB, sha256 d14a6fe09e3f… in the session database's pi_session_blobs table: {}]",
+        path.display()
+    );
+    assert!(text.contains(&want), "{text}");
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(
+        doctor["findings"]["missing_outside"],
+        serde_json::json!([]),
+        "{doctor}"
+    );
+
+    // Without the row (a save the port would never make): a warning.
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute("DELETE FROM pi_session_blobs", [])
+            .expect("delete");
+        conn.execute(
+            "UPDATE pi_session_entries SET json = replace(json, 'tamarin', 'tamarins')",
+            [],
+        )
+        .expect("touch");
+    }
+    let report = env.sync();
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    assert!(
+        warnings[0].as_str().is_some_and(|w| w
+            .contains("missing from the session database's pi_session_blobs table")
+            && w.contains("7c7c7c7c.sqlite:")),
+        "{report}"
+    );
+}
+
+const PORT_BLOB: &str = "d14a6fe09e3f9b0fb0ea6784ce054690a3088f45b4a266c1b5406a6cd3bf4785";
+
+/// A pi_agent_rust session read as the port reads it: the header, the
+/// entries with every `$piBlob` attachment put back as base64 in its
+/// `encoding` (from the database's `pi_session_blobs` for a `.sqlite`,
+/// `session_sqlite/attachments.rs` `decode_entry`; from `<file>.blobs/`
+/// for a JSONL, `session/attachments.rs`), and for a SQLite session its
+/// `pi_session_meta` rows.
+fn port_reading(path: &Path) -> (Value, Vec<Value>, Vec<(String, String)>) {
+    use base64::Engine;
+    let sqlite = path.extension().is_some_and(|ext| ext == "sqlite");
+    let (header, entries, meta, conn) = if sqlite {
+        let conn =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let header: String = conn
+            .query_row("SELECT json FROM pi_session_header", [], |r| r.get(0))
+            .expect("header");
+        let entries: Vec<String> = conn
+            .prepare("SELECT json FROM pi_session_entries ORDER BY seq")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .expect("entries");
+        let meta: Vec<(String, String)> = conn
+            .prepare("SELECT key, value FROM pi_session_meta ORDER BY key")
+            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .expect("meta");
+        (header, entries, meta, Some(conn))
+    } else {
+        let text = fs::read_to_string(path).expect("read");
+        let mut lines = text.lines().map(str::to_owned);
+        let header = lines.next().expect("header");
+        (header, lines.collect(), Vec::new(), None)
+    };
+    let header: Value = serde_json::from_str(&header).expect("header JSON");
+    let entries = entries
+        .iter()
+        .map(|line| {
+            let mut entry: Value = serde_json::from_str(line).expect("entry JSON");
+            if let Some(Value::Array(blocks)) = entry.pointer_mut("/message/content") {
+                for block in blocks {
+                    let Some(reference) = block.get("data").filter(|d| d.is_object()).cloned()
+                    else {
+                        continue;
+                    };
+                    let digest = reference["$piBlob"].as_str().expect("digest").to_owned();
+                    let bytes: Vec<u8> = match &conn {
+                        Some(conn) => conn
+                            .query_row(
+                                "SELECT data FROM pi_session_blobs WHERE digest = ?1",
+                                [&digest],
+                                |r| r.get(0),
+                            )
+                            .expect("blob row"),
+                        None => {
+                            let mut folder = path.as_os_str().to_owned();
+                            folder.push(".blobs");
+                            fs::read(
+                                std::path::PathBuf::from(folder)
+                                    .join(digest.trim_start_matches("sha256:")),
+                            )
+                            .expect("blob file")
+                        }
+                    };
+                    let text = if reference["encoding"] == "base64NoPad" {
+                        base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bytes)
+                    } else {
+                        base64::engine::general_purpose::STANDARD.encode(&bytes)
+                    };
+                    block["data"] = Value::String(text);
+                }
+            }
+            entry
+        })
+        .collect();
+    (header, entries, meta)
+}
+
+/// `export` writes a pi_agent_rust session back in the port's own
+/// formats: to a path ending in `.sqlite`, a SQLite session (the port's
+/// tables, attachments as `pi_session_blobs` rows, `pi_session_meta` as the
+/// port computes it); else JSONL, a SQLite session's attachments put back
+/// inline. Each reads back, the port's way, JSON-equal to its source.
+#[test]
+fn export_writes_the_ports_own_formats_back() {
+    let env = port_env();
+    let dir = env.root.join("--home-u-work-rsdemo--");
+    let with_image = port_sqlite_with_image(&dir);
+    env.sync();
+    let out = env.dir.path().join("out");
+    fs::create_dir_all(&out).expect("mkdir");
+    let sources = [
+        dir.join("2026-11-21T10-00-00.000Z_5a5a5a5a.sqlite"),
+        with_image,
+        dir.join("2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl"),
+    ];
+    for (n, source) in sources.iter().enumerate() {
+        let (header, entries, meta) = port_reading(source);
+        let source_arg = source.to_string_lossy().into_owned();
+        for target in [format!("{n}.sqlite"), format!("{n}.jsonl")] {
+            let target = out.join(target);
+            let run = env.run(&["export", &source_arg, "-o", &target.to_string_lossy()]);
+            assert!(
+                run.status.success(),
+                "{}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            let (got_header, got_entries, got_meta) = port_reading(&target);
+            assert_eq!(got_header, header, "{}", target.display());
+            assert_eq!(got_entries, entries, "{}", target.display());
+            if source.extension().is_some_and(|ext| ext == "sqlite")
+                && target.extension().is_some_and(|ext| ext == "sqlite")
+            {
+                assert_eq!(got_meta, meta, "{}", target.display());
+            }
+        }
+        // Standard output has no `.blobs/` beside it: a SQLite session's
+        // attachments come inline (a JSONL session's stay beside it).
+        let run = env.run(&["export", &source_arg]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let printed = if source.extension().is_some_and(|ext| ext == "sqlite") {
+            out.join(format!("{n}-stdout.jsonl"))
+        } else {
+            source.clone()
+        };
+        if printed != *source {
+            fs::write(&printed, &run.stdout).expect("write");
+            assert!(!String::from_utf8_lossy(&run.stdout).contains("$piBlob"));
+        } else {
+            assert_eq!(run.stdout, fs::read(source).expect("read"));
+        }
+        let (got_header, got_entries, _) = port_reading(&printed);
+        assert_eq!(got_header, header);
+        assert_eq!(got_entries, entries);
+    }
+    // A JSONL session with a `.blobs/` image, as the port's SQLite: the
+    // bytes are a row of the new file (the reading above found them).
+    // The written file is indexed as the port's own.
+    fs::copy(
+        out.join("2.sqlite"),
+        dir.join("2026-11-24T08-00-00.000Z_a1b2c3d4.sqlite"),
+    )
+    .expect("copy");
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
+
+    // Only the port has a SQLite format.
+    let omp = omp_env();
+    omp.sync();
+    let target = omp.dir.path().join("x.sqlite");
+    let run = omp.run(&["export", "01a1f867", "-o", &target.to_string_lossy()]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("only pi_agent_rust sessions"));
+}
+
+/// A pi_agent_rust SQLite session with a `$piBlob` image in `dir`, its
+/// bytes (the demo's blob) a row of its `pi_session_blobs` table: the
+/// port's `INIT_SQL` and `INIT_BLOBS`, and rows as it writes them.
+fn port_sqlite_with_image(dir: &Path) -> std::path::PathBuf {
     let bytes = fs::read(
         dir.join("2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl.blobs")
             .join(PORT_BLOB),
@@ -1224,46 +1426,14 @@ fn port_sqlite_images_are_read_from_their_database() {
             rusqlite::params![format!("sha256:{PORT_BLOB}"), bytes.len() as i64, bytes],
         )
         .expect("blob row");
-    }
-    let report = env.sync();
-    assert_eq!(report["files_skipped"], 0, "{report}");
-    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
-    let text = show(&env, &["show", "7c7c7c7c"]);
-    let want = format!(
-        "[image image/png 64 KB, sha256 d14a6fe09e3f… in the session database's pi_session_blobs table: {}]",
-        path.display()
-    );
-    assert!(text.contains(&want), "{text}");
-    let doctor = json(&env, &["doctor", "--json"]);
-    assert_eq!(
-        doctor["findings"]["missing_outside"],
-        serde_json::json!([]),
-        "{doctor}"
-    );
-
-    // Without the row (a save the port would never make): a warning.
-    {
-        let conn = rusqlite::Connection::open(&path).expect("open");
-        conn.execute("DELETE FROM pi_session_blobs", [])
-            .expect("delete");
         conn.execute(
-            "UPDATE pi_session_entries SET json = replace(json, 'tamarin', 'tamarins')",
+            "INSERT INTO pi_session_meta (key, value) VALUES ('message_count', '1')",
             [],
         )
-        .expect("touch");
+        .expect("meta");
     }
-    let report = env.sync();
-    let warnings = report["warnings"].as_array().expect("warnings");
-    assert_eq!(warnings.len(), 1, "{report}");
-    assert!(
-        warnings[0].as_str().is_some_and(|w| w
-            .contains("missing from the session database's pi_session_blobs table")
-            && w.contains("7c7c7c7c.sqlite:")),
-        "{report}"
-    );
+    path
 }
-
-const PORT_BLOB: &str = "d14a6fe09e3f9b0fb0ea6784ce054690a3088f45b4a266c1b5406a6cd3bf4785";
 
 /// `serve` shows an image kept outside the JSONL and its image route
 /// returns the blob's bytes with their type; a blob that is missing, or
