@@ -1520,3 +1520,333 @@ fn dechunked(head: &str, body: Vec<u8>) -> Vec<u8> {
         rest = &rest[end + 2 + size + 2..];
     }
 }
+
+/// Strings that are not prose by design (docs/search.md): discriminators,
+/// enums, times, identifiers, signatures, payloads and blob references.
+/// Written here from the docs, not taken from piidx.
+fn is_noise(key: &str, text: &str) -> bool {
+    const KEYS: &[&str] = &[
+        "type",
+        "role",
+        "id",
+        "timestamp",
+        "api",
+        "provider",
+        "model",
+        "responseModel",
+        "stopReason",
+        "rawStopReason",
+        "thinkingLevel",
+        "providerThinkingLevel",
+        "mimeType",
+        "customType",
+        "toolName",
+        "status",
+        "agentSource",
+        "mode",
+        "encoding",
+        "hash",
+        "signature",
+        "$piBlob",
+        "attribution",
+    ];
+    let payload = text.len() >= 256
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'));
+    KEYS.contains(&key)
+        || key.ends_with("Id")
+        || key.ends_with("_id")
+        || key.ends_with("Signature")
+        || payload
+        || text.starts_with("blob:sha256:")
+}
+
+/// Every non-noise string below `value`, with the key that holds it.
+fn strings<'a>(value: &'a Value, key: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
+    match value {
+        Value::String(text) if !is_noise(key, text) => out.push((key, text)),
+        Value::Array(items) => items.iter().for_each(|item| strings(item, key, out)),
+        Value::Object(map) => {
+            let tool_call = map.get("type").and_then(Value::as_str) == Some("toolCall");
+            for (child, item) in map {
+                if !(tool_call && child == "name") {
+                    strings(item, child, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The entries of a session file as its agent wrote them (a port SQLite
+/// session's rows included), with its session id.
+fn fixture_entries(path: &Path) -> (String, Vec<Value>) {
+    let lines: Vec<String> = if path.extension().is_some_and(|ext| ext == "sqlite") {
+        let conn =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let header: String = conn
+            .query_row("SELECT json FROM pi_session_header", [], |r| r.get(0))
+            .expect("header");
+        let mut lines = vec![header];
+        let entries: Vec<String> = conn
+            .prepare("SELECT json FROM pi_session_entries ORDER BY seq")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .expect("entries");
+        lines.extend(entries);
+        lines
+    } else {
+        fs::read_to_string(path)
+            .expect("read")
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let objects: Vec<Value> = lines
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|object: &Value| object["type"] != "title")
+        .collect();
+    let id = objects[0]["id"].as_str().expect("session id").to_owned();
+    (id, objects.into_iter().skip(1).collect())
+}
+
+/// The end-to-end check of issue 35: one root holding all three agents'
+/// files (Pi's, omp 18's and 13's, the port's JSONL and SQLite sessions)
+/// syncs with no file skipped and no parse error; every string of every
+/// omp and port fixture is found in its own session (the longest word of
+/// each, searched with `--session`); `sessions`, `show`, `usage`,
+/// `subagents` and `export` agree with each agent's own reading (the
+/// expected files, computed by omp's code and by the port's rules).
+/// `--nocapture` prints the found-in-own-session table per agent and kind
+/// of field.
+#[test]
+fn every_agent_in_one_tree_end_to_end() {
+    let env = Env::new();
+    for tree in [
+        "omp/sessions",
+        "omp13/sessions",
+        "pi_agent_rust",
+        "sessions",
+    ] {
+        copy_tree(&fixtures().join(tree), &env.root);
+    }
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["skipped"], serde_json::json!([]), "{report}");
+    assert_eq!(report["parse_errors"], 0, "{report}");
+    assert_eq!(report["unreadable"], serde_json::json!([]), "{report}");
+    // omp's blob store is not in this root: its one image is a recorded
+    // warning, nothing else is.
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    assert!(warnings[0].as_str().is_some_and(|w| w.contains(OMP_BLOB)));
+
+    // Every string of every omp and port fixture, in its own session.
+    let mut table: std::collections::BTreeMap<(String, String), (usize, usize)> =
+        Default::default();
+    let mut missing = Vec::new();
+    let mut searched = std::collections::HashSet::new();
+    for (agent, tree) in [
+        ("omp", "omp/sessions"),
+        ("omp", "omp13/sessions"),
+        ("pi_agent_rust", "pi_agent_rust"),
+    ] {
+        let files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(fixtures().join(tree))
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(|entry| entry.into_path())
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|ext| ext == "jsonl" || ext == "sqlite")
+            })
+            .collect();
+        for file in files {
+            let (session, entries) = fixture_entries(&file);
+            for entry in &entries {
+                let mut found = Vec::new();
+                strings(entry, "", &mut found);
+                let kind_of_entry = match entry["message"]["role"].as_str() {
+                    Some(role) => format!("message {role}"),
+                    None => entry["type"].as_str().unwrap_or("?").to_owned(),
+                };
+                for (key, text) in found {
+                    let word = text
+                        .split(|c: char| !c.is_alphanumeric())
+                        .max_by_key(|w| w.chars().count())
+                        .unwrap_or("");
+                    if word.chars().count() < 3 {
+                        continue;
+                    }
+                    let row = table
+                        .entry((agent.to_owned(), format!("{kind_of_entry} · {key}")))
+                        .or_default();
+                    row.1 += 1;
+                    let query = format!("\"{word}\"");
+                    if !searched.insert((query.clone(), session.clone())) {
+                        row.0 += 1;
+                        continue;
+                    }
+                    let hits = json(&env, &["search", &query, "--session", &session, "--json"]);
+                    if hits.as_array().is_some_and(|h| !h.is_empty()) {
+                        row.0 += 1;
+                    } else {
+                        missing.push(format!("{word} ({kind_of_entry} · {key}) in {session}"));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("| agent | kind of field | found in own session |\n|---|---|---|");
+    for ((agent, kind), (found, total)) in &table {
+        eprintln!("| {agent} | {kind} | {found}/{total} |");
+    }
+    assert!(
+        missing.is_empty(),
+        "not found in their own session: {missing:#?}"
+    );
+
+    // sessions: each agent's own list.
+    let ours = json(&env, &["sessions", "--all", "--json"]);
+    let ours = ours.as_array().expect("sessions");
+    let row = |rel: &str| {
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        ours.iter()
+            .find(|s| s["path"] == path.as_str())
+            .unwrap_or_else(|| panic!("{rel} not listed"))
+            .clone()
+    };
+    for want in expected("omp-listing.json").as_array().expect("omp") {
+        let got = row(want["path"].as_str().expect("path"));
+        assert_eq!(got["agent"], "omp");
+        assert_eq!(got.get("name").unwrap_or(&Value::Null), &want["title"]);
+        assert_eq!(got["firstMessage"], want["firstMessage"]);
+    }
+    let omp13 = expected("omp13.json");
+    let got = row(omp13["listing"][0]["path"].as_str().expect("path"));
+    assert_eq!(got["agent"], "omp");
+    assert_eq!(got["messageCount"], omp13["listing"][0]["messageCount"]);
+    for want in expected("pi-agent-rust.json").as_array().expect("port") {
+        let Some(rel) = want["path"].as_str() else {
+            continue;
+        };
+        let got = row(rel);
+        assert_eq!(got["agent"], "pi_agent_rust");
+        assert_eq!(got.get("name").unwrap_or(&Value::Null), &want["name"]);
+        assert_eq!(got["messageCount"], want["messageCount"]);
+        assert_eq!(got.get("model").unwrap_or(&Value::Null), &want["model"]);
+    }
+    for want in expected("listall-sessions.json").as_array().expect("pi") {
+        let path = want["path"].as_str().expect("path");
+        let rel = path
+            .strip_prefix("/tmp/pi-fixture-root/")
+            .expect("fake root");
+        let got = row(rel);
+        assert_eq!(got["agent"], "pi", "{rel}");
+        assert_eq!(got["messageCount"], want["messageCount"], "{rel}");
+        assert_eq!(got.get("name"), want.get("name"), "{rel}");
+    }
+
+    // show: the branch each agent resumes.
+    let mut branches: Vec<(String, Value)> = expected("omp-sessions.json")
+        .as_array()
+        .expect("omp")
+        .iter()
+        .map(|s| {
+            (
+                s["path"].as_str().expect("path").to_owned(),
+                s["branch"].clone(),
+            )
+        })
+        .collect();
+    branches.push((
+        omp13["open"]["path"].as_str().expect("path").to_owned(),
+        omp13["open"]["branch"].clone(),
+    ));
+    for want in expected("pi-agent-rust.json").as_array().expect("port") {
+        if let Some(rel) = want["path"].as_str()
+            && want["branch"].as_array().is_some_and(|b| !b.is_empty())
+        {
+            branches.push((rel.to_owned(), want["branch"].clone()));
+        }
+    }
+    for (rel, branch) in branches {
+        let path = env.root.join(&rel).to_string_lossy().into_owned();
+        let shown = json(&env, &["show", &path, "--json"]);
+        let ids: Vec<Value> = shown
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| e["id"].clone())
+            .collect();
+        assert_eq!(Value::Array(ids), branch, "{rel}");
+    }
+
+    // usage: omp's statistics without the task's aggregate; the port's
+    // assistant costs.
+    let by_session = json(&env, &["usage", "--by", "session", "--json"]);
+    let cost_of = |id: &str| -> f64 {
+        by_session
+            .as_array()
+            .expect("rows")
+            .iter()
+            .filter(|row| row["key"] == id)
+            .filter_map(|row| row["cost"].as_f64())
+            .sum()
+    };
+    for session in expected("omp-sessions.json").as_array().expect("omp") {
+        let own = session["header"]["parentSession"].is_null()
+            || session["path"].as_str().is_some_and(|p| p.contains("/0-"));
+        if own {
+            let want = session["usage"]["cost"].as_f64().expect("cost")
+                - session["taskUsage"]["cost"].as_f64().expect("task");
+            let got = cost_of(session["id"].as_str().expect("id"));
+            assert!(
+                (got - want).abs() < 1e-9,
+                "{}: {got} != {want}",
+                session["id"]
+            );
+        }
+    }
+    let want = omp13["open"]["usage"]["cost"].as_f64().expect("cost");
+    let got = cost_of(omp13["open"]["id"].as_str().expect("id"));
+    assert!((got - want).abs() < 1e-9, "omp 13: {got} != {want}");
+    for want in expected("pi-agent-rust.json").as_array().expect("port") {
+        if let (Some(id), Some(cost)) = (want["id"].as_str(), want["cost"].as_f64())
+            && want["parentSession"].is_null()
+        {
+            let got = cost_of(id);
+            assert!((got - cost).abs() < 1e-9, "{id}: {got} != {cost}");
+        }
+    }
+
+    // subagents: omp's runs, linked to their transcripts.
+    let runs = json(&env, &["subagents", "--json"]);
+    let runs: Vec<&Value> = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| {
+            r["parent_session"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("01a1f82f"))
+        })
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r["child_session"].is_string()),
+        "{runs:?}"
+    );
+
+    // export: every JSONL file back byte for byte.
+    for file in crate::util::jsonl_files(&env.root) {
+        let path = file.to_string_lossy().into_owned();
+        let out = env.run(&["export", &path]);
+        assert!(out.status.success(), "{path}");
+        assert!(
+            out.stdout == fs::read(&file).expect("read"),
+            "{path}: export differs"
+        );
+    }
+}
