@@ -205,6 +205,10 @@ fn attachments(
         .collect()
 }
 
+/// An attachment's digest (hex) and its bytes, `None` when they are not
+/// where its session keeps them.
+pub type Attachment = (String, Option<Vec<u8>>);
+
 /// Every attachment a pi_agent_rust session references (`$piBlob`), once
 /// each: its digest's hex and its bytes from where the session keeps them
 /// (`None` when they are not there). The port writes them beside a JSONL
@@ -213,7 +217,7 @@ fn attachments(
 pub fn port_attachments(
     store: &Index,
     session: &SessionRef,
-) -> Result<Vec<(String, Option<Vec<u8>>)>, ExportError> {
+) -> Result<Vec<Attachment>, ExportError> {
     let mut seen = std::collections::HashSet::new();
     let mut found = Vec::new();
     for line in lines(store, session)?.into_iter().skip(1) {
