@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::scope::{Columns, Scope};
+use super::tree::{SessionRef, SessionTree};
 use crate::store::Index;
 use crate::time::format_iso_ms;
 
@@ -45,6 +46,89 @@ pub struct SessionInfo {
     pub short_id: String,
     /// The coding agent that wrote it: `pi`, `omp` or `pi_agent_rust`.
     pub agent: String,
+    /// pi_agent_rust: the model and thinking level the port resumes the
+    /// session with, and its header's `fallback*` fields as written.
+    pub port_model: Option<PortModel>,
+}
+
+/// The model pi_agent_rust resumes a session with (its `session.rs`
+/// `effective_model_for_current_path` and
+/// `effective_thinking_level_for_current_path`): the last `model_change`
+/// (`thinking_level_change`) on the current branch; else, when another
+/// branch has one, the header's `fallbackProvider` + `fallbackModelId`
+/// (`fallbackThinkingLevel`), which the port keeps for branches without a
+/// change of their own; else the header's `provider` + `modelId`
+/// (`thinkingLevel`). A header without `fallback*` fields has them filled
+/// from its `provider`, `modelId` and `thinkingLevel` when the port opens
+/// it (`materialize_branch_fallbacks`; its test
+/// `test_open_materializes_header_fallback_for_historyless_branch_navigation`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PortModel {
+    pub provider: Option<String>,
+    pub model_id: Option<String>,
+    pub thinking_level: Option<String>,
+    /// The header's `fallbackProvider`, `fallbackModelId`,
+    /// `fallbackThinkingLevel` as written (absent: `None`).
+    pub fallback_provider: Option<String>,
+    pub fallback_model_id: Option<String>,
+    pub fallback_thinking_level: Option<String>,
+}
+
+/// `PortModel` of the pi_agent_rust session `session`, from its current
+/// branch (`None` when its entries cannot be read back).
+pub fn port_model(store: &Index, session: SessionRef) -> Option<PortModel> {
+    let tree = SessionTree::load(store, session).ok()?;
+    let header = &tree.header;
+    let text = |key: &str| header.get(key).and_then(Value::as_str).map(str::to_owned);
+    let mut model = PortModel {
+        fallback_provider: text("fallbackProvider"),
+        fallback_model_id: text("fallbackModelId"),
+        fallback_thinking_level: text("fallbackThinkingLevel"),
+        ..PortModel::default()
+    };
+    let materialized = model.fallback_provider.is_none()
+        && model.fallback_model_id.is_none()
+        && model.fallback_thinking_level.is_none();
+    let (fallback_provider, fallback_model, fallback_thinking) = if materialized {
+        (text("provider"), text("modelId"), text("thinkingLevel"))
+    } else {
+        (
+            model.fallback_provider.clone(),
+            model.fallback_model_id.clone(),
+            model.fallback_thinking_level.clone(),
+        )
+    };
+    let branch = tree
+        .leaf()
+        .map(|leaf| tree.path_to(leaf))
+        .unwrap_or_default();
+    let last_on_branch = |kind: &str| {
+        branch
+            .iter()
+            .rev()
+            .map(|&index| &tree.nodes[index])
+            .find(|node| node.kind == kind)
+    };
+    let anywhere = |kind: &str| tree.nodes.iter().any(|node| node.kind == kind);
+    let field = |node: &crate::query::tree::Node, key: &str| {
+        node.raw.get(key).and_then(Value::as_str).map(str::to_owned)
+    };
+    // Both halves or neither, as the port's `zip` does.
+    let pair = |provider: Option<String>, id: Option<String>| match (provider, id) {
+        (Some(provider), Some(id)) => (Some(provider), Some(id)),
+        _ => (None, None),
+    };
+    (model.provider, model.model_id) = match last_on_branch("model_change") {
+        Some(change) => pair(field(change, "provider"), field(change, "modelId")),
+        None if anywhere("model_change") => pair(fallback_provider, fallback_model),
+        None => pair(text("provider"), text("modelId")),
+    };
+    model.thinking_level = match last_on_branch("thinking_level_change") {
+        Some(change) => field(change, "thinkingLevel"),
+        None if anywhere("thinking_level_change") => fallback_thinking,
+        None => text("thinkingLevel"),
+    };
+    Some(model)
 }
 
 /// What a session is called, as Pi's `/resume` shows it: its name, else
@@ -189,6 +273,7 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
                 listed_by_pi: row.get(9)?,
                 short_id: String::new(),
                 agent: row.get(11)?,
+                port_model: None,
             },
         ))
     })?;
@@ -197,6 +282,21 @@ pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<Sessio
     let ids = all_ids(store)?;
     for info in &mut sessions {
         info.short_id = short_id(&ids, &info.id);
+        if info.agent == crate::normalize::agent::PI_AGENT_RUST {
+            let file_id = store.connection().query_row(
+                "SELECT file_id FROM sessions WHERE file_path = ?1",
+                [&info.path],
+                |row| row.get(0),
+            )?;
+            info.port_model = port_model(
+                store,
+                SessionRef {
+                    file_id,
+                    session_id: info.id.clone(),
+                    path: info.path.clone(),
+                },
+            );
+        }
     }
     Ok(sessions)
 }
@@ -343,6 +443,25 @@ impl SessionInfo {
         map.insert("messageCount".into(), self.message_count.into());
         map.insert("firstMessage".into(), self.first_message.clone().into());
         map.insert("agent".into(), self.agent.clone().into());
+        if let Some(port) = &self.port_model {
+            if let (Some(provider), Some(id)) = (&port.provider, &port.model_id) {
+                map.insert(
+                    "model".into(),
+                    serde_json::json!({"provider": provider, "id": id}),
+                );
+            }
+            let written = [
+                ("thinkingLevel", &port.thinking_level),
+                ("fallbackProvider", &port.fallback_provider),
+                ("fallbackModelId", &port.fallback_model_id),
+                ("fallbackThinkingLevel", &port.fallback_thinking_level),
+            ];
+            for (key, value) in written {
+                if let Some(value) = value {
+                    map.insert(key.into(), value.clone().into());
+                }
+            }
+        }
         Value::Object(map)
     }
 }
