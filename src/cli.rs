@@ -94,31 +94,9 @@ pub enum Command {
     Man(cmd::man::Args),
 }
 
-/// Which sessions and which time a command is about (`query::Scope`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ScopeArgs {
-    /// Only this project: its cwd, a part of the cwd, or Pi's directory name for it (--home-me-proj--)
-    #[arg(long, value_name = "P", allow_hyphen_values = true)]
-    pub project: Option<String>,
-    /// Only sessions whose cwd is PATH or below it
-    #[arg(long, value_name = "PATH")]
-    pub cwd: Option<PathBuf>,
-    /// Only this session (id, id prefix, or file path)
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
-    /// Only sessions this coding agent wrote: pi, omp (oh-my-pi) or pi_agent_rust
-    #[arg(long = "agent", id = "coding_agent", value_name = "AGENT")]
-    pub agent: Option<String>,
-    /// From DATE on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)
-    #[arg(long, value_name = "DATE")]
-    pub since: Option<String>,
-    /// Up to DATE (a day includes the whole day)
-    #[arg(long, value_name = "DATE")]
-    pub until: Option<String>,
-    /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ if valid, else UTC]
-    #[arg(long, value_name = "ZONE")]
-    pub tz: Option<String>,
-}
+/// Which sessions and which time a command is about: defined once, in
+/// `query::scope`, for the CLI, serve and MCP alike.
+pub use piidx::query::scope::ScopeText as ScopeArgs;
 
 /// Asking the team store in PostgreSQL instead of the index (`piidx push`).
 #[derive(Debug, Clone, Default, Args)]

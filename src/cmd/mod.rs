@@ -35,7 +35,7 @@ use anyhow::{Result, anyhow};
 
 use crate::cli::{Cli, Color, Command, ListArgs, PgArgs, ScopeArgs};
 use piidx::config;
-use piidx::query::scope::{Scope, ScopeText, now_ms};
+use piidx::query::scope::{Scope, now_ms};
 use piidx::render::{ColorChoice, Format, Term};
 use piidx::store::Index;
 use piidx::sync::SyncError;
@@ -107,23 +107,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-impl ScopeArgs {
-    /// The scope these options name; dates are read in the time zone.
-    pub fn scope(&self) -> Result<Scope> {
-        let text = ScopeText {
-            project: self.project.clone(),
-            cwd: self
-                .cwd
-                .as_deref()
-                .map(|cwd| cwd.to_string_lossy().into_owned()),
-            session: self.session.clone(),
-            agent: self.agent.clone(),
-            since: self.since.clone(),
-            until: self.until.clone(),
-            tz: self.tz.clone(),
-        };
-        Ok(text.scope(now_ms(), "--")?)
-    }
+/// The scope the scope options name; dates are read in the time zone.
+pub fn scope(args: &ScopeArgs) -> Result<Scope> {
+    Ok(args.scope(now_ms(), "--")?)
 }
 
 impl ListArgs {

@@ -47,7 +47,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     }
     let mut options = PickOptions {
         query: text,
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         reach: match (args.all, args.here) {
             (true, _) => Some(Reach::All),
             (_, true) => Some(Reach::Here),

@@ -46,7 +46,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             None => {
                 let options = PickOptions {
                     query: arg,
-                    scope: args.scope.scope()?,
+                    scope: super::scope(&args.scope)?,
                     reach: Some(pick::Reach::All),
                     current_dir: current_dir()?,
                     back: None,
@@ -70,7 +70,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
 fn one_session_matching(index: &Index, query: &str, args: &Args) -> Result<Option<SessionRef>> {
     let options = SearchOptions {
         query: query.to_owned(),
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         ..SearchOptions::default()
     };
     let sessions =

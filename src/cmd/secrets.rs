@@ -37,7 +37,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let scope = args.scope.scope()?;
+    let scope = super::scope(&args.scope)?;
     let index = global.index()?;
     let found = match &args.find {
         Some(value) => secrets::find(&index, value),

@@ -27,7 +27,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let query = SessionsQuery {
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         limit: args.list.limit,
         all: args.all,
     };

@@ -32,7 +32,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let query = SubagentsQuery {
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         agent: args.agent,
         failed: args.failed,
         limit: args.list.limit,

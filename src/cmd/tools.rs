@@ -40,7 +40,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             By::Session => ToolsBy::Session,
             By::Project => ToolsBy::Project,
         },
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         limit: args.list.limit,
     };
     #[cfg(feature = "postgres")]

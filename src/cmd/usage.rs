@@ -62,7 +62,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     let options = UsageOptions {
         by,
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         model: args.model,
         prices: args.prices.as_deref().map(usage::load_prices).transpose()?,
         limit: args.list.limit,

@@ -3,9 +3,11 @@
 //! `render`'s job, and nothing here imports it (tests/it/render.rs).
 
 pub mod datasette;
+mod error;
 pub mod export;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod request;
 pub mod scope;
 pub mod search;
 pub mod search_fn;
@@ -17,3 +19,5 @@ pub mod tools;
 pub mod tree;
 pub mod tz;
 pub mod usage;
+
+pub use error::{Class, QueryError};

@@ -9,6 +9,8 @@
 //! at the day's first instant, `--until` includes the whole day.
 
 use rusqlite::types::Value as SqlValue;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::tz::Tz;
 use crate::time::{parse_day, parse_iso_ms};
@@ -106,20 +108,48 @@ pub struct Scope {
 }
 
 /// A scope as a front-end receives it: the texts the user wrote (command-line
-/// options, MCP tool arguments), parsed here so every front-end reads dates,
-/// zones and cwds the same way.
-#[derive(Debug, Clone, Default)]
+/// options, serve's query parameters, MCP tool arguments), parsed here so
+/// every front-end reads dates, zones and cwds the same way. The options are
+/// defined here once: the doc comments are the CLI's `--help`, the
+/// `schemars` descriptions MCP's.
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct ScopeText {
+    /// Only this project: its cwd, a part of the cwd, or Pi's directory name for it (--home-me-proj--)
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    #[schemars(
+        description = "Only this project: its cwd, a part of the cwd, or Pi's directory name for it"
+    )]
     pub project: Option<String>,
-    /// Made absolute against the process's working directory.
+    /// Only sessions whose cwd is PATH or below it
+    #[arg(long, value_name = "PATH")]
+    #[schemars(description = "Only sessions whose cwd is this absolute path or below it")]
     pub cwd: Option<String>,
+    /// Only this session (id, id prefix, or file path)
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// `pi`, `omp` or `pi_agent_rust` (`omp-pi`/`oh-my-pi`, `port`,
-    /// `pi-agent-rust` accepted).
+    /// Only sessions this coding agent wrote: pi, omp (oh-my-pi) or pi_agent_rust
+    #[arg(long = "agent", id = "coding_agent", value_name = "AGENT")]
+    #[schemars(
+        description = "Only sessions this coding agent wrote",
+        extend("enum" = ["pi", "omp", "pi_agent_rust"])
+    )]
     pub agent: Option<String>,
+    /// From DATE on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)
+    #[arg(long, value_name = "DATE")]
+    #[schemars(
+        description = "from this date on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)"
+    )]
     pub since: Option<String>,
+    /// Up to DATE (a day includes the whole day)
+    #[arg(long, value_name = "DATE")]
+    #[schemars(description = "Up to this date (a day includes the whole day)")]
     pub until: Option<String>,
-    /// `None`: `$TZ` when valid, else UTC.
+    /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ if valid, else UTC]
+    #[arg(long, value_name = "ZONE")]
+    #[schemars(
+        description = "Time zone for days, weeks and months: UTC, +02:00, or an IANA name such as Europe/Berlin (default: the server's $TZ, else UTC)"
+    )]
     pub tz: Option<String>,
 }
 

@@ -1,0 +1,65 @@
+//! The query layer's own error: every question a front-end asks (`search`,
+//! `sessions`, `show`, `usage`, `tools`, `subagents`) fails with a
+//! `QueryError`, and its `class` says whose fault it is, so the web app's
+//! status codes and MCP's error codes are one mapping each, not one per
+//! question.
+
+use super::scope::ScopeTextError;
+use super::search::SearchError;
+use super::tree::ViewError;
+use super::usage::UsageError;
+use crate::store::StoreError;
+
+/// Whose fault a failed question is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The request: a bad value, a query that cannot run, too much asked
+    /// (HTTP 400, MCP "invalid params").
+    Caller,
+    /// The request names a session or entry the index does not hold (404;
+    /// MCP "invalid params").
+    NotFound,
+    /// There is no index yet: sync first, then ask again (503; MCP
+    /// "internal error").
+    Unavailable,
+    /// The index or the machine (500; MCP "internal error").
+    Internal,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// A request's values that do not go together or cannot be read; the
+    /// text names the value and what to send.
+    #[error("{0}")]
+    Request(String),
+    #[error(transparent)]
+    Scope(#[from] ScopeTextError),
+    #[error(transparent)]
+    Search(#[from] SearchError),
+    #[error(transparent)]
+    View(#[from] ViewError),
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+impl QueryError {
+    pub fn class(&self) -> Class {
+        match self {
+            QueryError::Request(_) | QueryError::Scope(_) => Class::Caller,
+            QueryError::Search(err) if err.is_callers() => Class::Caller,
+            QueryError::View(err) => match err {
+                ViewError::NotFound(_)
+                | ViewError::UnknownEntry { .. }
+                | ViewError::AmbiguousEntry { .. } => Class::NotFound,
+                ViewError::Ambiguous { .. } => Class::Caller,
+                _ => Class::Internal,
+            },
+            QueryError::Store(StoreError::Missing { .. }) => Class::Unavailable,
+            _ => Class::Internal,
+        }
+    }
+}
