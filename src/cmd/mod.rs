@@ -36,6 +36,7 @@ use anyhow::{Result, anyhow};
 use crate::cli::{Cli, Color, Command, ListArgs, PgArgs, ScopeArgs};
 use piidx::config;
 use piidx::query::scope::{Scope, now_ms};
+use piidx::query::source::{Source, Team};
 use piidx::render::{ColorChoice, Format, Term};
 use piidx::store::Index;
 use piidx::sync::SyncError;
@@ -61,6 +62,29 @@ impl Global {
     /// The index, for reading.
     pub fn index(&self) -> Result<Index> {
         Ok(Index::open(&self.db)?)
+    }
+
+    /// Where the questions go: the team store `--pg` names, else the index.
+    pub fn source(&self, pg: &PgArgs) -> Result<Source> {
+        Ok(Source::open(&self.db, pg.team().as_ref())?)
+    }
+
+    /// The database or store `source` asks, for messages.
+    pub fn place(&self, pg: &PgArgs) -> String {
+        match &pg.pg {
+            Some(_) => "the team store".to_owned(),
+            None => self.db.display().to_string(),
+        }
+    }
+}
+
+impl PgArgs {
+    /// The team store these options name, if any.
+    pub fn team(&self) -> Option<Team> {
+        self.pg.as_ref().map(|url| Team {
+            url: url.clone(),
+            machine: self.machine.clone(),
+        })
     }
 }
 
@@ -128,32 +152,6 @@ pub fn time_limit(seconds: f64) -> Option<std::time::Duration> {
 /// line. Callers flush, so a failed write is seen.
 pub fn stdout() -> BufWriter<StdoutLock<'static>> {
     BufWriter::new(std::io::stdout().lock())
-}
-
-/// The team store `--pg` names, connected; `None` without `--pg`. The team
-/// store does not record which agent wrote a session: `--agent` is refused
-/// with it rather than ignored.
-#[cfg(feature = "postgres")]
-pub fn team_store(args: &PgArgs, scope: &ScopeArgs) -> Result<Option<piidx::query::pg::Pg>> {
-    if args.pg.is_some() && scope.agent.is_some() {
-        return Err(anyhow!(
-            "--agent works on the local index only: the team store (--pg) does not record which agent wrote a session"
-        ));
-    }
-    Ok(args
-        .pg
-        .as_deref()
-        .map(piidx::query::pg::Pg::connect)
-        .transpose()?)
-}
-
-/// Without PostgreSQL support, `--pg` is an error.
-#[cfg(not(feature = "postgres"))]
-pub fn refuse_pg(args: &PgArgs) -> Result<()> {
-    match args.pg {
-        Some(_) => Err(no_postgres()),
-        None => Ok(()),
-    }
 }
 
 /// The error of a `--pg` option or `push` in a build without PostgreSQL.

@@ -7,8 +7,8 @@ use anyhow::Result;
 
 use super::{EXIT_PARTIAL, Global};
 use crate::cli::PgArgs;
+use piidx::query::QueryError;
 use piidx::query::request::SearchRequest;
-use piidx::query::search::sessions::search_sessions;
 use piidx::query::search::{self, HeadStart, SearchError};
 use piidx::render::{self, Format};
 use piidx::store::Stop;
@@ -37,41 +37,29 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let options = args.request.options(stop, "--")?;
     let format = Format::choose(args.json, args.csv);
     let term = &global.term;
-    #[cfg(feature = "postgres")]
-    if let Some(mut pg) = super::team_store(&args.pg, &args.request.scope)? {
-        if args.request.sessions {
-            anyhow::bail!("--sessions (-l) is not available with --pg; search for hits");
-        }
-        let hits = piidx::query::pg::search::search(&mut pg, &options, args.pg.machine.as_deref())?;
-        let mut out = super::stdout();
-        render::hits::write(&mut out, &hits, format, term)?;
-        out.flush()?;
-        return Ok(if hits.is_empty() {
-            ExitCode::from(EXIT_PARTIAL)
-        } else {
-            ExitCode::SUCCESS
-        });
-    }
-    #[cfg(not(feature = "postgres"))]
-    super::refuse_pg(&args.pg)?;
     // The shards' readers open, and start scoring, while this thread opens
-    // the index.
-    let head = HeadStart::open(&global.db, &options);
-    let index = global.index()?;
+    // the index (the team store has none).
+    let mut head = match args.pg.pg {
+        None => HeadStart::open(&global.db, &options),
+        Some(_) => HeadStart::default(),
+    };
+    let mut source = global.source(&args.pg)?;
     let mut out = super::stdout();
     // Only here is there a flag to give a search more time.
-    let more_time = |err: SearchError| match err {
-        SearchError::Timeout(_) => {
+    let more_time = |err: QueryError| match err {
+        QueryError::Search(SearchError::Timeout(_)) => {
             anyhow::Error::new(err).context("pass a larger --timeout (0: none) to let it run")
         }
         err => err.into(),
     };
     let found = if args.request.sessions {
-        let sessions = search_sessions(&index, head, &options, options.limit).map_err(more_time)?;
+        let sessions = source
+            .search_sessions(head, &options, options.limit)
+            .map_err(more_time)?;
         render::hits::write_sessions(&mut out, &sessions, format, term)?;
         sessions.len()
     } else {
-        let hits = search::search(&index, head, &options).map_err(more_time)?;
+        let hits = source.search(&mut head, &options).map_err(more_time)?;
         render::hits::write(&mut out, &hits, format, term)?;
         hits.len()
     };

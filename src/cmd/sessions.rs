@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use super::Global;
 use crate::cli::{ListArgs, PgArgs, ScopeArgs};
-use piidx::query::sessions::{self, SessionsQuery};
+use piidx::query::sessions::SessionsQuery;
 use piidx::render;
 
 #[derive(Debug, clap::Args)]
@@ -31,23 +31,10 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         limit: args.list.limit,
         all: args.all,
     };
-    #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg, &args.scope)?;
-    #[cfg(not(feature = "postgres"))]
-    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
-    let list = match store {
-        #[cfg(feature = "postgres")]
-        Some(mut pg) => {
-            piidx::query::pg::sessions::list(&mut pg, &query, args.pg.machine.as_deref())?
-        }
-        #[cfg(not(feature = "postgres"))]
-        Some(never) => match never {},
-        None => {
-            let index = global.index()?;
-            sessions::list(&index, &query)
-                .with_context(|| format!("listing sessions from {}", global.db.display()))?
-        }
-    };
+    let mut source = global.source(&args.pg)?;
+    let list = source
+        .sessions(&query)
+        .with_context(|| format!("listing sessions from {}", global.place(&args.pg)))?;
     let mut out = super::stdout();
     render::sessions::write(&mut out, &list, args.list.format(), &global.term)?;
     out.flush()?;

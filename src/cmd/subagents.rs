@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use super::Global;
 use crate::cli::{ListArgs, PgArgs, ScopeArgs};
-use piidx::query::subagents::{self, SubagentsQuery};
+use piidx::query::subagents::SubagentsQuery;
 use piidx::render::misc;
 
 // `--agent` here is the subagent's name (as before); the coding agent of the
@@ -37,23 +37,10 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         failed: args.failed,
         limit: args.list.limit,
     };
-    #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg, &args.scope)?;
-    #[cfg(not(feature = "postgres"))]
-    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
-    let runs = match store {
-        #[cfg(feature = "postgres")]
-        Some(mut pg) => {
-            piidx::query::pg::subagents::run(&mut pg, &query, args.pg.machine.as_deref())?
-        }
-        #[cfg(not(feature = "postgres"))]
-        Some(never) => match never {},
-        None => {
-            let index = global.index()?;
-            subagents::run(&index, &query)
-                .with_context(|| format!("listing subagent runs in {}", global.db.display()))?
-        }
-    };
+    let mut source = global.source(&args.pg)?;
+    let runs = source
+        .subagents(&query)
+        .with_context(|| format!("listing subagent runs in {}", global.place(&args.pg)))?;
     let mut out = super::stdout();
     misc::write_subagents(&mut out, &runs, args.list.format(), &global.term)?;
     out.flush()?;

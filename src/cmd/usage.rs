@@ -67,23 +67,10 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         prices: args.prices.as_deref().map(usage::load_prices).transpose()?,
         limit: args.list.limit,
     };
-    #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg, &args.scope)?;
-    #[cfg(not(feature = "postgres"))]
-    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
-    let report = match store {
-        #[cfg(feature = "postgres")]
-        Some(mut pg) => {
-            piidx::query::pg::usage::run(&mut pg, &options, args.pg.machine.as_deref())?
-        }
-        #[cfg(not(feature = "postgres"))]
-        Some(never) => match never {},
-        None => {
-            let index = global.index()?;
-            usage::run(&index, &options)
-                .with_context(|| format!("usage query failed on {}", global.db.display()))?
-        }
-    };
+    let mut source = global.source(&args.pg)?;
+    let report = source
+        .usage(&options)
+        .with_context(|| format!("usage query failed on {}", global.place(&args.pg)))?;
     for warning in &report.warnings {
         misc::warn(warning, &global.term);
     }

@@ -19,12 +19,12 @@ use super::page::{self, Cursor, Cut, MAX_BUDGET, MIN_BUDGET, Page};
 use super::protocol::RpcError;
 use crate::query::request::{SearchRequest, argument_schema};
 use crate::query::scope::{Scope, ScopeText, now_ms};
-use crate::query::search::sessions::search_sessions;
-use crate::query::search::{self, HeadStart};
-use crate::query::sessions::{self, SessionsQuery};
-use crate::query::subagents::{self, SubagentsQuery};
+use crate::query::search::HeadStart;
+use crate::query::sessions::SessionsQuery;
+use crate::query::source::{Source, Team};
+use crate::query::subagents::SubagentsQuery;
 use crate::query::tree::{self, SessionTree};
-use crate::query::usage::{self, GroupBy, UsageOptions};
+use crate::query::usage::{GroupBy, UsageOptions};
 use crate::query::{Class, QueryError};
 use crate::render;
 use crate::store::Index;
@@ -32,6 +32,8 @@ use crate::store::Index;
 /// What every call gets: the database and the default budget.
 pub struct Context<'a> {
     pub db: &'a Path,
+    /// The team store asked instead of the index (`mcp --pg`).
+    pub team: Option<&'a Team>,
     pub budget: usize,
     /// When the call stops (its time budget, or the client cancelled it).
     pub stop: crate::store::Stop,
@@ -440,6 +442,12 @@ fn to_value(value: &impl Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// Where this call's question is answered (the index, or the team store
+/// with `--pg`), opened for this call only.
+fn source(context: &Context<'_>) -> Result<Source, RpcError> {
+    Source::open(context.db, context.team).map_err(query_error)
+}
+
 /// The index, opened for this call only.
 fn open(db: &Path) -> Result<Index, RpcError> {
     Index::open(db).map_err(|err| RpcError::internal(crate::error_chain(&err)))
@@ -464,15 +472,20 @@ fn search_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
         .map_err(query_error)?;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let head = HeadStart::open(context.db, &options);
-    let index = open(context.db)?;
+    let mut head = match context.team {
+        None => HeadStart::open(context.db, &options),
+        Some(_) => HeadStart::default(),
+    };
+    let mut source = source(context)?;
     if request.sessions {
-        let found = search_sessions(&index, head, &options, options.limit).map_err(query_error)?;
+        let found = source
+            .search_sessions(head, &options, options.limit)
+            .map_err(query_error)?;
         let items = found.iter().map(to_value).collect();
         let page = page::page(items, start, budget, |_| None);
         return Ok(args.answer(Map::new(), "sessions", page));
     }
-    let hits = search::search(&index, head, &options).map_err(query_error)?;
+    let hits = source.search(&mut head, &options).map_err(query_error)?;
     let items = render::hits::with_marks(hits)
         .iter()
         .map(to_value)
@@ -489,8 +502,7 @@ fn list_sessions(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcErr
     };
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let index = open(context.db)?;
-    let list = sessions::list(&index, &query).map_err(query_error)?;
+    let list = source(context)?.sessions(&query).map_err(query_error)?;
     let items = list
         .iter()
         .map(|info| {
@@ -508,9 +520,15 @@ fn list_sessions(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcErr
     ))
 }
 
-/// The tree of the session `arg` names, read in one snapshot.
-fn load_tree(db: &Path, arg: &str) -> Result<SessionTree, RpcError> {
-    SessionTree::named(&open(db)?, arg).map_err(query_error)
+/// The tree of the session `arg` names, read in one snapshot: from the
+/// index only (the team store holds no session's entries).
+fn load_tree(context: &Context<'_>, arg: &str) -> Result<SessionTree, RpcError> {
+    if context.team.is_some() {
+        return Err(RpcError::invalid_params(
+            "mcp --pg answers from the team store, which holds no session's entries; read sessions with an mcp server on the index",
+        ));
+    }
+    SessionTree::named(&open(context.db)?, arg).map_err(query_error)
 }
 
 /// A tool result or a bash execution: the outputs `get_session` cuts.
@@ -536,7 +554,7 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
         .unwrap_or(TOOL_OUTPUT_CHARS);
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let tree = load_tree(context.db, &session)?;
+    let tree = load_tree(context, &session)?;
     let mut cuts: Vec<Cut> = Vec::new();
     // Each stored entry, its tool outputs cut.
     let mut entry_of = |index: usize, raw: &mut Value| {
@@ -630,7 +648,7 @@ fn get_entry(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> 
     let path = args.string("path")?;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let tree = load_tree(context.db, &session)?;
+    let tree = load_tree(context, &session)?;
     let index = tree.find(&entry).map_err(query_error)?;
     let mut raw = tree.entries_json(&[index]).pop().unwrap_or(Value::Null);
     let node = &tree.nodes[index];
@@ -706,8 +724,7 @@ fn usage_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError>
     };
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let index = open(context.db)?;
-    let report = usage::run(&index, &options).map_err(query_error)?;
+    let report = source(context)?.usage(&options).map_err(query_error)?;
     let mut fields = Map::new();
     fields.insert("by".into(), to_value(&report.by));
     if by.is_time() {
@@ -732,8 +749,7 @@ fn subagent_runs(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcErr
     };
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let index = open(context.db)?;
-    let runs = subagents::run(&index, &query).map_err(query_error)?;
+    let runs = source(context)?.subagents(&query).map_err(query_error)?;
     let items = runs.iter().map(to_value).collect();
     Ok(args.answer(
         Map::new(),

@@ -44,6 +44,16 @@ pub enum QueryError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    Team(#[from] crate::store::pg::PgError),
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    TeamSearch(#[from] super::pg::search::PgSearchError),
+    #[error(
+        "this piidx was built without PostgreSQL support (cargo feature `postgres`); rebuild with default features"
+    )]
+    NoTeamStore,
 }
 
 impl QueryError {
@@ -59,6 +69,16 @@ impl QueryError {
                 _ => Class::Internal,
             },
             QueryError::Store(StoreError::Missing { .. }) => Class::Unavailable,
+            #[cfg(feature = "postgres")]
+            QueryError::TeamSearch(err) => {
+                use super::pg::search::PgSearchError;
+                match err {
+                    PgSearchError::Empty(_) | PgSearchError::Unsupported(_) => Class::Caller,
+                    PgSearchError::Filter(err) if err.is_callers() => Class::Caller,
+                    _ => Class::Internal,
+                }
+            }
+            QueryError::NoTeamStore => Class::Caller,
             _ => Class::Internal,
         }
     }

@@ -13,6 +13,7 @@ pub mod search;
 pub mod search_fn;
 pub mod secrets;
 pub mod sessions;
+pub mod source;
 pub mod sql;
 pub mod subagents;
 pub mod tools;

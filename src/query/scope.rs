@@ -266,19 +266,59 @@ impl Conditions {
     }
 }
 
+/// Which SQL a scope is written in: the index's (SQLite) or the team
+/// store's (PostgreSQL). They differ in how a parameter is written (`?1`,
+/// `$1`) and in the name of the function that finds a text in another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// Parameter `n`.
+    fn param(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("?{n}"),
+            Dialect::Postgres => format!("${n}"),
+        }
+    }
+
+    /// Whether `needle` occurs in `haystack`.
+    fn contains(self, haystack: &str, needle: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("instr({haystack}, {needle}) > 0"),
+            Dialect::Postgres => format!("strpos({haystack}, {needle}) > 0"),
+        }
+    }
+}
+
 impl Scope {
-    /// The scope as SQL over `columns`; parameters are numbered from `first`.
+    /// The scope as SQLite over `columns`; parameters are numbered from `first`.
     pub fn conditions(&self, columns: &Columns<'_>, first: usize) -> Conditions {
+        self.conditions_in(Dialect::Sqlite, columns, first)
+    }
+
+    /// The scope as SQL of `dialect` over `columns`, the one translation of
+    /// a scope; parameters are numbered from `first`. The team store does
+    /// not record agents: its sources refuse a scope with one before asking.
+    pub fn conditions_in(
+        &self,
+        dialect: Dialect,
+        columns: &Columns<'_>,
+        first: usize,
+    ) -> Conditions {
         let mut out = Conditions::default();
-        let param = |out: &mut Conditions, value: SqlValue| -> usize {
+        let param = |out: &mut Conditions, value: SqlValue| -> String {
             out.params.push(value);
-            first + out.params.len() - 1
+            dialect.param(first + out.params.len() - 1)
         };
         if let Some(project) = &self.project {
-            let n = param(&mut out, project.clone().into());
+            let p = param(&mut out, project.clone().into());
             out.sql.push(format!(
-                "({} = ?{n} OR instr({}, ?{n}) > 0)",
-                columns.project_dir, columns.cwd
+                "({} = {p} OR {})",
+                columns.project_dir,
+                dialect.contains(columns.cwd, &p)
             ));
         }
         if let Some(cwd) = &self.cwd {
@@ -287,35 +327,35 @@ impl Scope {
             } else {
                 cwd.as_str()
             };
-            let n = param(&mut out, trimmed.to_owned().into());
+            let p = param(&mut out, trimmed.to_owned().into());
             // Below it: its path and a `/` start the cwd (for `/`, the `/`).
             out.sql.push(format!(
-                "({c} = ?{n} OR substr({c}, 1, length(rtrim(?{n}, '/')) + 1) = rtrim(?{n}, '/') || '/')",
+                "({c} = {p} OR substr({c}, 1, length(rtrim({p}, '/')) + 1) = rtrim({p}, '/') || '/')",
                 c = columns.cwd
             ));
         }
         if let Some(session) = &self.session {
-            let n = param(&mut out, session.clone().into());
+            let p = param(&mut out, session.clone().into());
             out.sql.push(format!(
-                "(substr({id}, 1, length(?{n})) = ?{n} OR {path} = ?{n})",
+                "(substr({id}, 1, length({p})) = {p} OR {path} = {p})",
                 id = columns.session_id,
                 path = columns.file_path
             ));
         }
-        if let Some(agent) = self.agent {
-            let n = param(&mut out, agent.to_owned().into());
+        if let (Some(agent), Dialect::Sqlite) = (self.agent, dialect) {
+            let p = param(&mut out, agent.to_owned().into());
             out.sql.push(format!(
-                "(SELECT a.agent FROM sessions a WHERE a.file_path = {path}) = ?{n}",
+                "(SELECT a.agent FROM sessions a WHERE a.file_path = {path}) = {p}",
                 path = columns.file_path
             ));
         }
         if let Some(since) = self.since {
-            let n = param(&mut out, since.start_ms(&self.tz).into());
-            out.sql.push(format!("{} >= ?{n}", columns.time_ms));
+            let p = param(&mut out, since.start_ms(&self.tz).into());
+            out.sql.push(format!("{} >= {p}", columns.time_ms));
         }
         if let Some(until) = self.until {
-            let n = param(&mut out, until.end_ms(&self.tz).into());
-            out.sql.push(format!("{} < ?{n}", columns.time_ms));
+            let p = param(&mut out, until.end_ms(&self.tz).into());
+            out.sql.push(format!("{} < {p}", columns.time_ms));
         }
         out
     }

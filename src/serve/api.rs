@@ -13,9 +13,8 @@ use super::params::{BadParam, Params};
 use super::routes::Answer;
 use super::server::Local;
 use crate::query::request::SearchRequest;
-use crate::query::search::sessions::search_sessions;
-use crate::query::search::{self, Hit, SearchError, SearchOptions};
-use crate::query::sessions::{self, SessionInfo, SessionsQuery};
+use crate::query::search::{Hit, SearchError, SearchOptions};
+use crate::query::sessions::{SessionInfo, SessionsQuery};
 use crate::query::subagents::{self, SubagentsQuery};
 use crate::query::tools::{self, ToolsBy, ToolsQuery};
 use crate::query::tree::{self, SessionTree, ViewError};
@@ -126,8 +125,8 @@ fn start_search(
 pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit>, f64), Failure> {
     let start = Instant::now();
     let _running = start_search(local, &options.stop)?;
-    let (index, head) = local.parts()?;
-    let hits = search::search_again(index, head, options)?;
+    let (source, head) = local.parts()?;
+    let hits = source.search(head, options)?;
     Ok((hits, start.elapsed().as_secs_f64() * 1000.0))
 }
 
@@ -137,8 +136,8 @@ pub fn search(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
     if params.request::<SearchRequest>(&[("query", "q")])?.sessions {
         let start = Instant::now();
         let _running = start_search(local, &options.stop)?;
-        let (index, head) = local.parts()?;
-        let found = search_sessions(index, std::mem::take(head), &options, options.limit)?;
+        let (source, head) = local.parts()?;
+        let found = source.search_sessions(std::mem::take(head), &options, options.limit)?;
         let mut answer = json(&found);
         answer.timing = Some(start.elapsed().as_secs_f64() * 1000.0);
         return Ok(answer);
@@ -156,7 +155,7 @@ pub fn session_list(local: &mut Local, params: &Params) -> Result<Vec<SessionInf
         limit: params.count("limit")?,
         all: params.flag("all")?,
     };
-    Ok(sessions::list(local.index()?, &query)?)
+    Ok(local.source()?.sessions(&query)?)
 }
 
 /// `GET /api/sessions`: `sessions --json`.
@@ -198,7 +197,7 @@ pub fn subagent_runs(
         failed: params.flag("failed")?,
         limit: params.count("limit")?,
     };
-    Ok(subagents::run(local.index()?, &query)?)
+    Ok(local.source()?.subagents(&query)?)
 }
 
 /// `GET /api/subagents`: `subagents --json`.
@@ -220,7 +219,7 @@ pub fn usage_report(
         prices: None,
         limit: params.count("limit")?,
     };
-    Ok(usage::run(local.index()?, &options)?)
+    Ok(local.source()?.usage(&options)?)
 }
 
 /// `GET /api/usage`: `usage --json` (`by=day|week|month|model|provider|project|session`).
@@ -240,7 +239,7 @@ pub fn tool_stats(local: &mut Local, params: &Params) -> Result<Vec<tools::ToolS
         scope: params.scope()?,
         limit: params.count("limit")?,
     };
-    Ok(tools::run(local.index()?, &query)?)
+    Ok(local.source()?.tools(&query)?)
 }
 
 /// `GET /api/tools`: `tools --json` (`by=name|session|project`).

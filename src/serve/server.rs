@@ -20,8 +20,10 @@ use tiny_http::{Header, Request, Response};
 
 use super::routes::{self, Answer, Reply};
 use super::{Options, ServeError};
+use crate::query::QueryError;
 use crate::query::search::HeadStart;
-use crate::store::{Index, StoreError};
+use crate::query::source::{Source, Team};
+use crate::store::Index;
 
 /// The cookie a `?token=` sets, so the pages' own requests carry it.
 pub const COOKIE: &str = "piidx_token";
@@ -101,7 +103,9 @@ impl Events {
 /// made the database) and the shard readers of its searches.
 pub struct Local {
     pub db: PathBuf,
-    index: Option<Index>,
+    /// The team store asked instead of the index (`serve --pg`).
+    team: Option<Team>,
+    source: Option<Source>,
     pub head: HeadStart,
     searches: Searches,
     /// The address of the request being answered, to notice when its
@@ -139,10 +143,11 @@ impl Searches {
 }
 
 impl Local {
-    pub fn new(db: PathBuf, searches: Searches) -> Local {
+    pub fn new(db: PathBuf, team: Option<Team>, searches: Searches) -> Local {
         Local {
             db,
-            index: None,
+            team,
+            source: None,
             head: HeadStart::default(),
             searches,
             client: None,
@@ -162,27 +167,38 @@ impl Local {
         (taken < *max).then_some(slot)
     }
 
-    /// The index and the search readers, opening the index if needed.
-    pub fn parts(&mut self) -> Result<(&Index, &mut HeadStart), StoreError> {
-        if self.index.is_none() {
-            self.index = Some(Index::open(&self.db)?);
+    /// Where questions are answered (the index, or the team store with
+    /// `--pg`) and the search readers, opening it if needed.
+    pub fn parts(&mut self) -> Result<(&mut Source, &mut HeadStart), QueryError> {
+        if self.source.is_none() {
+            self.source = Some(Source::open(&self.db, self.team.as_ref())?);
         }
-        match &self.index {
-            Some(index) => Ok((index, &mut self.head)),
-            None => Err(StoreError::Missing {
+        let source = self.source.as_mut().ok_or_else(|| {
+            QueryError::Store(crate::store::StoreError::Missing {
                 path: self.db.clone(),
-            }),
-        }
+            })
+        })?;
+        Ok((source, &mut self.head))
     }
 
-    pub fn index(&mut self) -> Result<&Index, StoreError> {
+    pub fn source(&mut self) -> Result<&mut Source, QueryError> {
         Ok(self.parts()?.0)
+    }
+
+    /// The index, for what only the index holds (a session's entries and
+    /// tree, images); with `--pg` such a request is refused.
+    pub fn index(&mut self) -> Result<&Index, QueryError> {
+        self.source()?.index().ok_or_else(|| {
+            QueryError::Request(
+                "serve --pg answers from the team store, which holds no session's entries; this page needs the index (serve without --pg)".into(),
+            )
+        })
     }
 
     /// Drops the connections after a failure: the database may have been
     /// rebuilt or re-sharded; the next request opens it afresh.
     pub fn reset(&mut self) {
-        self.index = None;
+        self.source = None;
         self.head = HeadStart::default();
     }
 }
@@ -246,7 +262,7 @@ impl Server {
     }
 
     fn work(&self, searches: Searches) {
-        let mut local = Local::new(self.options.db.clone(), searches);
+        let mut local = Local::new(self.options.db.clone(), self.options.team.clone(), searches);
         while let Ok(request) = self.http.recv() {
             self.handle(&mut local, request);
         }
@@ -447,7 +463,7 @@ mod tests {
 
     #[test]
     fn searches_leave_a_worker_for_the_pages() {
-        let local = Local::new(PathBuf::from("/nonexistent"), Searches::new(3, None));
+        let local = Local::new(PathBuf::from("/nonexistent"), None, Searches::new(3, None));
         let first = local.search_slot().expect("a place");
         let second = local.search_slot().expect("a second place");
         assert!(
@@ -460,7 +476,7 @@ mod tests {
             .expect("a place given back is taken again");
         assert!(local.search_slot().is_none());
         drop((second, third));
-        let alone = Local::new(PathBuf::from("/nonexistent"), Searches::new(1, None));
+        let alone = Local::new(PathBuf::from("/nonexistent"), None, Searches::new(1, None));
         assert!(alone.search_slot().is_some(), "one worker also searches");
     }
 
