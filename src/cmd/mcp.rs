@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use crate::cli::PgArgs;
+use super::PgArgs;
 use piidx::mcp::{Options, Server, page};
 
 #[derive(Debug, clap::Args)]

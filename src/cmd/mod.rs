@@ -1,7 +1,9 @@
 //! One file per subcommand: its options, turning them into the library's
 //! options, calling the library, rendering the answer, and the exit code.
-//! This file holds what they share: the global options, the scope, and the
-//! exit codes (documented in README.md).
+//! This file holds what they share: the global options, the option groups
+//! (`PgArgs`, `ListArgs`; the scope's is `query::scope::ScopeText`), and the
+//! exit codes (documented in README.md). The command list is `cli`'s; nothing
+//! here imports it.
 
 pub mod completions;
 pub mod datasette;
@@ -29,13 +31,11 @@ pub mod watch;
 
 use std::io::{BufWriter, StdoutLock};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 
-use crate::cli::{Cli, Color, Command, ListArgs, PgArgs, ScopeArgs};
 use piidx::config;
-use piidx::query::scope::{Scope, now_ms};
+use piidx::query::scope::{Scope, ScopeText, now_ms};
 use piidx::query::source::{Source, Team};
 use piidx::render::{ColorChoice, Format, Term};
 use piidx::store::Index;
@@ -88,51 +88,50 @@ impl PgArgs {
     }
 }
 
-pub fn run(cli: Cli) -> Result<ExitCode> {
-    let db = match cli.db {
-        Some(db) => db,
-        None => config::default_db().ok_or_else(|| {
-            anyhow!("cannot find a home directory for the database; pass --db PATH")
-        })?,
-    };
-    let color = match cli.color {
-        Color::Auto => ColorChoice::Auto,
-        Color::Always => ColorChoice::Always,
-        Color::Never => ColorChoice::Never,
-    };
-    let global = Global {
-        db: config::absolute(&db),
-        term: Term::stdout(color),
-    };
-    match cli.command {
-        Command::Sync(args) => sync::run(args, &global),
-        Command::Watch(args) => watch::run(args, &global),
-        Command::Search(args) => search::run(args, &global),
-        Command::Sessions(args) => sessions::run(args, &global),
-        Command::Show(args) => show::run(args, &global),
-        Command::Tree(args) => tree::run(args, &global),
-        Command::Export(args) => export::run(args, &global),
-        Command::Pick(args) => pick::run(args, &global),
-        Command::Resume(args) => resume::run(args, &global),
-        Command::Usage(args) => usage::run(args, &global),
-        Command::Tools(args) => tools::run(args, &global),
-        Command::Subagents(args) => subagents::run(args, &global),
-        Command::Secrets(args) => secrets::run(args, &global),
-        Command::Redact(args) => redact::run(args, &global),
-        Command::Sql(args) => sql::run(args, &global),
-        Command::Push(args) => push::run(args, &global),
-        Command::Datasette(args) => datasette::run(args, &global),
-        Command::Doctor(args) => doctor::run(args, &global),
-        Command::Roots(args) => roots::run(args, &global),
-        Command::Completions(args) => completions::run(args),
-        Command::Man(args) => man::run(args),
-        Command::Mcp(args) => mcp::run(args, &global),
-        Command::Serve(args) => serve::run(args, &global),
+impl Global {
+    /// What the global options say: the database (absolute; `None`: the
+    /// default one) and when to colour.
+    pub fn new(db: Option<PathBuf>, color: ColorChoice) -> Result<Global> {
+        let db = match db {
+            Some(db) => db,
+            None => config::default_db().ok_or_else(|| {
+                anyhow!("cannot find a home directory for the database; pass --db PATH")
+            })?,
+        };
+        Ok(Global {
+            db: config::absolute(&db),
+            term: Term::stdout(color),
+        })
     }
 }
 
+/// Asking the team store in PostgreSQL instead of the index (`piidx push`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PgArgs {
+    /// Answer from the team store at this postgres:// URL (what `piidx push` sent there) instead of the index
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+    /// With --pg: only sessions of this machine (its label: `piidx sync --machine`, else its host name)
+    #[arg(long, value_name = "NAME", requires = "pg")]
+    pub machine: Option<String>,
+}
+
+/// How a listing command prints.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ListArgs {
+    /// Print a JSON array
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV with a header row
+    #[arg(long)]
+    pub csv: bool,
+    /// At most N rows
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+}
+
 /// The scope the scope options name; dates are read in the time zone.
-pub fn scope(args: &ScopeArgs) -> Result<Scope> {
+pub fn scope(args: &ScopeText) -> Result<Scope> {
     Ok(args.scope(now_ms(), "--")?)
 }
 

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::{EXIT_CANCELLED, Global};
-use crate::cli::ScopeArgs;
 use piidx::pick::{self, PickOptions};
+use piidx::query::scope::ScopeText;
 use piidx::query::search::sessions::search_sessions;
 use piidx::query::search::{HeadStart, SearchOptions};
 use piidx::query::secrets;
@@ -32,7 +32,7 @@ pub struct Args {
     pub fork: bool,
     /// Sessions a query searches
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use super::PgArgs;
 use super::{EXIT_PARTIAL, Global};
-use crate::cli::PgArgs;
 use piidx::query::QueryError;
 use piidx::query::request::SearchRequest;
 use piidx::query::search::{self, HeadStart, SearchError};

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow};
 
 use super::Global;
-use crate::cli::PgArgs;
+use super::PgArgs;
 use piidx::render::misc;
 use piidx::serve::{self, Options, Server};
 

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
 use piidx::query::sessions::SessionsQuery;
 use piidx::render;
 
@@ -14,7 +15,7 @@ use piidx::render;
 pub struct Args {
     /// Sessions whose modified time is in --since/--until
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     /// Also list files Pi's listAll() does not see (nested child sessions, flat root files); marked * in the table
     #[arg(long)]
     pub all: bool,

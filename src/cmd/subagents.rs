@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
 use piidx::query::subagents::SubagentsQuery;
 use piidx::render::misc;
 
@@ -23,7 +24,7 @@ pub struct Args {
     pub failed: bool,
     /// Runs delegated by these sessions, started in --since/--until
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     #[command(flatten)]
     pub list: ListArgs,
     #[command(flatten)]

@@ -7,7 +7,8 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
 use piidx::query::tools::{ToolsBy, ToolsQuery};
 use piidx::render;
 
@@ -26,7 +27,7 @@ pub struct Args {
     pub by: By,
     /// Calls made in --since/--until by these sessions
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     #[command(flatten)]
     pub list: ListArgs,
     #[command(flatten)]

@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
 use piidx::query::usage::{self, GroupBy, UsageOptions};
 use piidx::render::{self, misc};
 
@@ -42,7 +43,7 @@ pub struct Args {
     pub no_chart: bool,
     /// Usage recorded in --since/--until by these sessions
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     /// --json and --csv print one row per group, no total row
     #[command(flatten)]
     pub list: ListArgs,

@@ -336,11 +336,11 @@ impl SessionTree {
                 source,
             })?;
             let rowid: i64 = row.get(0)?;
-            crate::store::restore_entry(conn, rowid, &mut raw, with_images)?.map_err(|path| {
+            crate::store::restore_entry(conn, rowid, &mut raw, with_images)?.map_err(|err| {
                 ViewError::BadImagePath {
                     path: session.path.clone(),
                     entry: id.clone(),
-                    json_path: path,
+                    json_path: err.json_path,
                 }
             })?;
             nodes.push(Node {

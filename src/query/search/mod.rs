@@ -23,6 +23,7 @@
 //! out of their entries by `chunk_text` and re-tokenised in a scratch
 //! table).
 
+mod body;
 pub mod chunk_text;
 mod hit;
 mod outputs;
