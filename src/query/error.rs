@@ -44,6 +44,11 @@ pub enum QueryError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Sql(#[from] super::sql::SqlError),
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    TeamSql(#[from] super::pg::sql::PgSqlError),
     #[cfg(feature = "postgres")]
     #[error(transparent)]
     Team(#[from] crate::store::pg::PgError),
@@ -57,6 +62,18 @@ pub enum QueryError {
 }
 
 impl QueryError {
+    /// The error of the output the answer was written to, when that is
+    /// what failed (`piidx sql | head`): not the question's fault; else the
+    /// error itself.
+    pub fn into_output(self) -> Result<std::io::Error, QueryError> {
+        match self {
+            QueryError::Sql(super::sql::SqlError::Output(err)) => Ok(err),
+            #[cfg(feature = "postgres")]
+            QueryError::TeamSql(super::pg::sql::PgSqlError::Output(err)) => Ok(err),
+            err => Err(err),
+        }
+    }
+
     pub fn class(&self) -> Class {
         match self {
             QueryError::Request(_) | QueryError::Scope(_) => Class::Caller,
@@ -79,6 +96,26 @@ impl QueryError {
                 }
             }
             QueryError::NoTeamStore => Class::Caller,
+            QueryError::Sql(err) => {
+                use super::sql::SqlError;
+                match err {
+                    SqlError::Write(_)
+                    | SqlError::Refused(_)
+                    | SqlError::Timeout(_)
+                    | SqlError::Memory(_) => Class::Caller,
+                    _ => Class::Internal,
+                }
+            }
+            #[cfg(feature = "postgres")]
+            QueryError::TeamSql(err) => {
+                use super::pg::sql::PgSqlError;
+                match err {
+                    PgSqlError::Several { .. }
+                    | PgSqlError::NotAQuery { .. }
+                    | PgSqlError::Refused { .. } => Class::Caller,
+                    _ => Class::Internal,
+                }
+            }
             _ => Class::Internal,
         }
     }

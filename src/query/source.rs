@@ -1,7 +1,8 @@
 //! Where a question is asked: the index (SQLite, `store::Index`) or the
 //! team store (PostgreSQL, `query::pg`, cargo feature `postgres`). Every
 //! front-end (the commands, `serve`, `mcp`) asks its `Source` and gets the
-//! same typed answers and the same `QueryError` from either, so the
+//! same typed answers (and `sql` the same rows) and the same `QueryError`
+//! from either, so the
 //! "`--pg` or the index" choice is made once, here, not in each of them.
 
 use std::path::Path;
@@ -11,6 +12,7 @@ use super::scope::Scope;
 use super::search::sessions::{SessionHits, search_sessions};
 use super::search::{self, HeadStart, Hit, SearchOptions};
 use super::sessions::{self, SessionInfo, SessionsQuery};
+use super::sql::{Limits, RowSink};
 use super::subagents::{self, SubagentRun, SubagentsQuery};
 use super::tools::{self, ToolStats, ToolsQuery};
 use super::usage::{self, UsageOptions, UsageReport};
@@ -56,6 +58,30 @@ impl Source {
             Source::Index(index) => Some(index),
             #[cfg(feature = "postgres")]
             Source::Team { .. } => None,
+        }
+    }
+
+    /// Runs one read-only SQL statement (`piidx sql`), its rows streamed to
+    /// `sink`: on the index at `db` (its own guarded connection, `limits`
+    /// in SQLite), or on the team store `team` names (a read-only
+    /// transaction, `limits.timeout` as its `statement_timeout`).
+    pub fn sql(
+        db: &Path,
+        team: Option<&Team>,
+        statement: &str,
+        limits: Limits,
+        sink: &mut dyn RowSink,
+    ) -> Result<(), QueryError> {
+        match team {
+            None => Ok(super::sql::run(db, statement, limits, sink)?),
+            #[cfg(feature = "postgres")]
+            Some(team) => {
+                let mut pg = super::pg::Pg::connect(&team.url)?;
+                let timeout_ms = limits.timeout.map_or(0, |t| t.as_millis() as u64);
+                Ok(super::pg::sql::run(&mut pg, statement, timeout_ms, sink)?)
+            }
+            #[cfg(not(feature = "postgres"))]
+            Some(_) => Err(QueryError::NoTeamStore),
         }
     }
 
