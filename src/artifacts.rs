@@ -41,11 +41,14 @@ const TEXT_CAP: u64 = 16 << 20;
 const PROBE_LINE_CAP: u64 = 4 << 20;
 
 /// What one artifacts pass did.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct ArtifactReport {
     pub seen: u64,
     pub read: u64,
     pub removed: u64,
+    /// The session files whose omp full output (`<N>.<tool>.log`) went
+    /// away in this pass: sync warns about the tool results left without.
+    pub outputs_gone: Vec<String>,
 }
 
 /// Indexes the artifact directories of every root and relinks runs.
@@ -97,6 +100,14 @@ pub fn sync(
         if synced.contains(&state.root) && !seen.contains(path) {
             store.remove_artifact(state.artifact_id)?;
             report.removed += 1;
+            let file = Path::new(path);
+            if output_id(&name_of(file)).is_some()
+                && let Some(folder) = file.parent()
+            {
+                report
+                    .outputs_gone
+                    .push(format!("{}.jsonl", folder.display()));
+            }
         }
     }
     store.purge_artifact_text()?;

@@ -392,9 +392,9 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
     findings.fts = store.fts_check();
     findings.stale_copies = store.stale_copies()?;
     for (path, line, id) in store.missing_tool_outputs()? {
-        findings.missing_outside.push(format!(
-            "{path}:{line}: the tool result's full output (artifact://{id}, {id}.<tool>.log in the session's folder) is missing"
-        ));
+        findings
+            .missing_outside
+            .push(crate::outside::missing_output_message(&path, line, &id));
     }
     for (path, line, raw) in store.outside_image_entries()? {
         let Ok(raw) = serde_json::from_str::<serde_json::Value>(&raw) else {
@@ -403,12 +403,11 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
         for (_, reference) in crate::outside::entry_refs(&raw) {
             let located = crate::outside::locate(Path::new(&path), &reference);
             if located.size.is_none() {
-                findings.missing_outside.push(format!(
-                    "{path}:{line}: image sha256 {} is missing from {} ({})",
-                    reference.hex(),
-                    reference.store_name(),
-                    located.path.display()
-                ));
+                findings
+                    .missing_outside
+                    .push(crate::outside::missing_image_message(
+                        &path, line, &reference, &located,
+                    ));
             }
         }
     }

@@ -25,6 +25,9 @@
 //! `PIIDX_TEST_HOLD=search` makes every search wait, before it reads
 //! anything, until it is told to stop (cancelled, or out of time): a slow
 //! search whenever a test needs one, with no race against the machine.
+//! `PIIDX_TEST_HOLD=commit` holds a sync right after its first commit, with
+//! the lock taken; `PIIDX_TEST_HOLD_DIR` lets the test see the hold reached
+//! and release it (see `hold_if_asked`).
 //!
 //! Unset (always, outside tests), each check is one relaxed atomic load.
 
@@ -99,14 +102,25 @@ pub fn panic_if_due(place: &str) {
     }
 }
 
-/// Waits while `PIIDX_TEST_HOLD` names `place`, until `stopped` says so.
+/// Waits while `PIIDX_TEST_HOLD` names `place`, until `stopped` says so or
+/// the test releases it. With `PIIDX_TEST_HOLD_DIR=<dir>`, arriving creates
+/// `<dir>/held` (the test's sign that the process is there) and the hold
+/// ends once `<dir>/release` exists; later arrivals then pass at once.
 pub fn hold_if_asked(place: &str, stopped: impl Fn() -> bool) {
     static HOLD: OnceLock<Option<String>> = OnceLock::new();
     let hold = HOLD.get_or_init(|| std::env::var("PIIDX_TEST_HOLD").ok());
-    if hold.as_deref() == Some(place) {
-        while !stopped() {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+    if hold.as_deref() != Some(place) {
+        return;
+    }
+    let dir = std::env::var_os("PIIDX_TEST_HOLD_DIR").map(std::path::PathBuf::from);
+    if let Some(dir) = &dir {
+        // A test hook: if the sign cannot be written the test times out
+        // waiting for it and says so; nothing to report from here.
+        let _ = std::fs::write(dir.join("held"), place);
+    }
+    let released = || dir.as_ref().is_some_and(|dir| dir.join("release").exists());
+    while !stopped() && !released() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

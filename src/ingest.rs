@@ -26,8 +26,10 @@ use crate::read::{Fingerprint, Line, LineReader, read_title_slot};
 /// kept in `exact_lines`, chunks cut at token boundaries, `model_change`
 /// model ids searchable, event streams indexed as Pi lists them; oh-my-pi
 /// and pi_agent_rust: the agent of each session, omp's title slot,
-/// `model_change.model`, `model_usage`, omp's and the port's roles.
-pub const PARSER_VERSION: i64 = 7;
+/// `model_change.model`, `model_usage`, omp's and the port's roles. 8:
+/// omp's task runs name their transcript (`<id>.jsonl`), older omp
+/// sessions known by their ids and entries.
+pub const PARSER_VERSION: i64 = 8;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;

@@ -5,14 +5,17 @@
 //! <hex>` (omp's `BlobStore`, `getBlobsDir()`: the `sessions` folder's
 //! sibling, shared by every session). pi_agent_rust replaces it with
 //! `{"$piBlob":"sha256:<hex>","sizeBytes":N,…}` and writes the bytes to
-//! `<session file>.blobs/<hex>` (its `session/attachments.rs`). Both store
-//! the decoded bytes.
+//! `<session file>.blobs/<hex>` (its `session/attachments.rs`), or, for its
+//! SQLite sessions, to a row of the same file's `pi_session_blobs` table
+//! (`session_sqlite/attachments.rs`; read by `store::port_sqlite`). All
+//! store the decoded bytes.
 //!
 //! The index keeps the reference as written (export gives it back byte for
 //! byte) and never a copy of the bytes: `show`, `serve` and `doctor` look
 //! them up here when they are asked, so a blob that appears or goes later
 //! needs no sync. A reference whose bytes are not there is reported as
-//! missing, never an error. A digest is accepted only as 64 hex digits, so a
+//! missing, never an error: by `doctor`, and as a warning by the `sync`
+//! that reads its session. A digest is accepted only as 64 hex digits, so a
 //! reference can never name a path outside the store.
 
 use std::fs;
@@ -39,10 +42,14 @@ impl BlobRef {
         }
     }
 
-    /// Where the agent keeps the bytes, in words (`omp's blob store`).
-    pub fn store_name(&self) -> &'static str {
+    /// Where the agent keeps the bytes, in words (`omp's blob store`), for
+    /// the session file `session`.
+    pub fn store_name(&self, session: &Path) -> &'static str {
         match self {
             BlobRef::Omp { .. } => "omp's blob store",
+            BlobRef::Port { .. } if is_sqlite_session(session) => {
+                "the session database's pi_session_blobs table"
+            }
             BlobRef::Port { .. } => "the session's .blobs/ folder",
         }
     }
@@ -102,8 +109,24 @@ pub fn candidates(session: &Path, reference: &BlobRef) -> Vec<PathBuf> {
     }
 }
 
-/// Finds the bytes of `reference` (a `stat` per place looked).
+/// True for a pi_agent_rust SQLite session file, whose attachments are
+/// rows of its own `pi_session_blobs` table.
+fn is_sqlite_session(session: &Path) -> bool {
+    session.extension().is_some_and(|ext| ext == "sqlite")
+}
+
+/// Finds the bytes of `reference` (a `stat` per place looked; for a port
+/// SQLite session, a read-only look in its `pi_session_blobs` table, whose
+/// place is the session file itself).
 pub fn locate(session: &Path, reference: &BlobRef) -> Located {
+    if let BlobRef::Port { hex, .. } = reference
+        && is_sqlite_session(session)
+    {
+        return Located {
+            path: session.to_path_buf(),
+            size: crate::store::port_sqlite::blob_len(session, hex),
+        };
+    }
     let places = candidates(session, reference);
     for place in &places {
         if let Ok(metadata) = fs::metadata(place)
@@ -134,6 +157,11 @@ pub fn locate(session: &Path, reference: &BlobRef) -> Located {
 
 /// The bytes of `reference`, or `None` when they are not there.
 pub fn read(session: &Path, reference: &BlobRef) -> Option<Vec<u8>> {
+    if let BlobRef::Port { hex, .. } = reference
+        && is_sqlite_session(session)
+    {
+        return crate::store::port_sqlite::blob(session, hex);
+    }
     let located = locate(session, reference);
     located.size?;
     fs::read(&located.path).ok()
@@ -150,12 +178,12 @@ pub fn placeholder(mime: Option<&str>, reference: &BlobRef, located: &Located) -
         Some(size) => format!(
             "[image {mime} {}, sha256 {short}… in {}: {}]",
             size_text(size),
-            reference.store_name(),
+            reference.store_name(&located.path),
             located.path.display()
         ),
         None => format!(
             "[image {mime}, sha256 {short}…: missing from {} ({})]",
-            reference.store_name(),
+            reference.store_name(&located.path),
             located.path.display()
         ),
     }
@@ -167,6 +195,39 @@ fn size_text(bytes: u64) -> String {
     } else {
         format!("{bytes} B")
     }
+}
+
+/// What `doctor` and `sync` say about an image whose bytes are not where
+/// its agent keeps them: the file and line, what is missing, what to do.
+pub fn missing_image_message(
+    session: &str,
+    line: i64,
+    reference: &BlobRef,
+    located: &Located,
+) -> String {
+    let file = Path::new(session);
+    let fix = match reference {
+        BlobRef::Omp { .. } => "copy omp's blobs/ folder back beside the sessions to see it",
+        BlobRef::Port { .. } if is_sqlite_session(file) => {
+            "the port writes the row with the entry: a copy of the database without it cannot show it"
+        }
+        BlobRef::Port { .. } => "copy the session's .blobs/ folder back beside it to see it",
+    };
+    format!(
+        "{session}:{line}: image sha256 {} is missing from {} ({}); show, serve and export name it without its bytes: {fix}",
+        reference.hex(),
+        reference.store_name(file),
+        located.path.display(),
+    )
+}
+
+/// The same for an omp tool result whose full output (`artifact://<id>`,
+/// `<id>.<tool>.log` in the session's folder) is not there.
+pub fn missing_output_message(session: &str, line: i64, id: &str) -> String {
+    let folder = session.strip_suffix(".jsonl").unwrap_or(session);
+    format!(
+        "{session}:{line}: the tool result's full output (artifact://{id}, {id}.<tool>.log in {folder}/) is missing; only the truncated output in the session is searchable: put the file back and run `piidx sync`"
+    )
 }
 
 /// Every image block's reference in an entry: the image blocks of

@@ -79,6 +79,11 @@ pub struct SyncReport {
     pub bytes_read: u64,
     pub elapsed_ms: u64,
     pub warnings: Vec<String>,
+    /// How many of `warnings` say a file a session names outside itself is
+    /// missing (`missing_outside`): they leave the exit code alone, since
+    /// the index holds everything there is to hold.
+    #[serde(skip)]
+    pub missing_outside: usize,
     /// Directories and files that could not be read ("path: reason"); what
     /// the index holds for them is kept as it was. Exit code 4.
     pub unreadable: Vec<String>,
@@ -282,10 +287,13 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         written
     });
     progress.finish_and_clear();
-    written?;
+    let touched = written?;
     // Subagent artifact files and run links (see `artifacts`).
     let root_paths: Vec<PathBuf> = present.iter().map(|root| root.path.clone()).collect();
-    crate::artifacts::sync(&store, &root_paths, options.full, redactor.as_deref())?;
+    let artifacts = crate::artifacts::sync(&store, &root_paths, options.full, redactor.as_deref())?;
+    let missing = missing_outside(&store, &touched, &artifacts.outputs_gone)?;
+    report.missing_outside = missing.len();
+    report.warnings.extend(missing);
     if redact_all {
         store.redaction_done()?;
     }
@@ -481,7 +489,7 @@ fn write_all(
     progress: &ProgressBar,
     total_files: usize,
     report: &mut SyncReport,
-) -> Result<(), StoreError> {
+) -> Result<HashSet<PathBuf>, StoreError> {
     let mut since_commit = 0u64;
     let mut last_commit = Instant::now();
     let mut counted: HashSet<PathBuf> = HashSet::new();
@@ -534,7 +542,55 @@ fn write_all(
             last_commit = Instant::now();
         }
     }
-    Ok(())
+    Ok(touched)
+}
+
+/// At most this many missing-file warnings per sync; `doctor` lists all.
+const MISSING_WARNINGS: usize = 20;
+
+/// Warnings for what the sessions this sync read (and those whose omp full
+/// output went away) name outside their file and is not there: omp's
+/// `<N>.<tool>.log` full outputs, images in omp's blob store or the port's
+/// `.blobs/` folder. Never a failure: the session is indexed all the same.
+/// A blob that goes later, with its session unchanged, is `doctor`'s to find
+/// (images are looked up when shown, not at sync).
+fn missing_outside(
+    store: &Writer,
+    touched: &HashSet<PathBuf>,
+    outputs_gone: &[String],
+) -> Result<Vec<String>, StoreError> {
+    let read: Vec<String> = touched
+        .iter()
+        .map(|path| path.to_string_lossy().into_owned())
+        .collect();
+    let mut outputs_checked = read.clone();
+    outputs_checked.extend(outputs_gone.iter().cloned());
+    let mut messages: Vec<String> = store
+        .missing_tool_outputs_of(&outputs_checked)?
+        .into_iter()
+        .map(|(path, line, id)| crate::outside::missing_output_message(&path, line, &id))
+        .collect();
+    for (path, line, raw) in store.outside_image_entries_of(&read)? {
+        let Ok(raw) = serde_json::from_str::<serde_json::Value>(&raw) else {
+            continue;
+        };
+        for (_, reference) in crate::outside::entry_refs(&raw) {
+            let located = crate::outside::locate(Path::new(&path), &reference);
+            if located.size.is_none() {
+                messages.push(crate::outside::missing_image_message(
+                    &path, line, &reference, &located,
+                ));
+            }
+        }
+    }
+    if messages.len() > MISSING_WARNINGS {
+        let more = messages.len() - MISSING_WARNINGS;
+        messages.truncate(MISSING_WARNINGS);
+        messages.push(format!(
+            "… and {more} more files named by sessions and missing; `piidx doctor` lists them all"
+        ));
+    }
+    Ok(messages)
 }
 
 fn progress_bar(enabled: bool, total: u64) -> ProgressBar {

@@ -87,8 +87,9 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         misc::write_sync(&mut out, &report, &global.term)?;
     }
     out.flush()?;
-    let partial =
-        report.parse_errors > 0 || report.files_skipped > 0 || !report.warnings.is_empty();
+    let partial = report.parse_errors > 0
+        || report.files_skipped > 0
+        || report.warnings.len() > report.missing_outside;
     Ok(if !report.unreadable.is_empty() {
         ExitCode::from(EXIT_INCOMPLETE)
     } else if partial {

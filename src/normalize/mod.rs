@@ -106,7 +106,8 @@ pub fn header(object: &Value) -> Option<Header> {
 
 /// The agent a header alone shows: fields only oh-my-pi writes (`title`,
 /// `titleSource`, `additionalDirectories`, `previousSessionFiles`,
-/// `providerPromptCacheKey`; omp 18 `session-entries.ts`), fields only
+/// `providerPromptCacheKey`; omp 18 `session-entries.ts`) or a session id
+/// only omp gives (`is_omp_session_id`: omp 1.5 to 13.x), fields only
 /// pi_agent_rust writes (`branchedFrom`, `leafId`, `fallbackProvider`,
 /// `fallbackModelId`, `fallbackThinkingLevel`; its `SessionHeader`), else Pi.
 pub fn agent_of_header(object: &Value) -> &'static str {
@@ -127,13 +128,64 @@ pub fn agent_of_header(object: &Value) -> &'static str {
     let has = |keys: &[&str]| keys.iter().any(|key| object.get(*key).is_some());
     // Pi's v1 headers had `branchedFrom` too; the port writes version 3 only.
     let v3 = object.get("version").and_then(as_int) == Some(3);
-    if has(OMP_KEYS) {
+    let omp_id = object
+        .get("id")
+        .and_then(Value::as_str)
+        .is_some_and(is_omp_session_id);
+    if has(OMP_KEYS) || omp_id {
         agent::OMP
     } else if v3 && has(PORT_KEYS) {
         agent::PI_AGENT_RUST
     } else {
         agent::PI
     }
+}
+
+/// Entry types only oh-my-pi writes, in every version since it left Pi's
+/// format (its git history and npm releases: `ttsr_injection` since 1.5,
+/// January 2026; `service_tier_change`, `mcp_tool_selection`,
+/// `session_init`, `mode_change` by 13.x; `title_change`, `model_usage`,
+/// `credential_pin`, `reset_boundary` in 18.x).
+const OMP_ENTRY_TYPES: &[&str] = &[
+    "ttsr_injection",
+    "service_tier_change",
+    "mcp_tool_selection",
+    "session_init",
+    "mode_change",
+    "title_change",
+    "model_usage",
+    "credential_pin",
+    "reset_boundary",
+];
+
+/// True for an entry only oh-my-pi writes: one of `OMP_ENTRY_TYPES`, or a
+/// `model_change` with one `model: "provider/id"` and no `provider` (omp
+/// since 1.5's model roles; Pi writes `provider` + `modelId`). An omp
+/// session whose header has no field of omp's own (before 17.2 an untitled
+/// session's header is Pi's) is known by its entries.
+pub fn is_omp_entry(object: &Value) -> bool {
+    match object.get("type").and_then(Value::as_str) {
+        Some("model_change") => {
+            object.get("model").is_some_and(Value::is_string)
+                && object.get("provider").is_none()
+                && object.get("modelId").is_none()
+        }
+        Some(kind) => OMP_ENTRY_TYPES.contains(&kind),
+        None => false,
+    }
+}
+
+/// True for a session id only oh-my-pi gives: a 21-character nanoid
+/// (`[A-Za-z0-9_-]`; omp 1.5 to 5.x, `nanoid()`) or a 16-digit lowercase
+/// hex snowflake (omp 13.x, pi-utils `Snowflake.next()`). Pi and the port
+/// write UUIDs (36 characters); omp 14 and later UUIDv7 too.
+pub fn is_omp_session_id(id: &str) -> bool {
+    let nanoid = id.len() == 21
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let snowflake = id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    nanoid || snowflake
 }
 
 /// True for a file name only pi_agent_rust gives: its timestamp has a `.`
@@ -382,6 +434,9 @@ pub struct Entry {
     pub shared: Vec<shared::SharedValue>,
     /// Secrets replaced by a mark everywhere in the entry (see `redact`).
     pub redactions: Vec<redact::RedactionRow>,
+    /// A shape only oh-my-pi writes (`is_omp_entry`): its session is omp's
+    /// whatever its header says.
+    pub omp_only: bool,
 }
 
 /// Normalizes one non-header object.
@@ -434,6 +489,7 @@ pub fn entry_redacted(mut object: Value, ctx: &EntryContext, redactor: Option<&R
         subagent_runs: Vec::new(),
         shared: shared_values,
         redactions,
+        omp_only: is_omp_entry(&object),
     };
     describe(&object, &mut out);
     text::push_rest(&object, &mut out);
@@ -816,6 +872,29 @@ pub fn as_int(value: &Value) -> Option<i64> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn shapes_only_omp_writes() {
+        assert!(is_omp_session_id("V1StGXR8_Z5jdHi6B-myT"));
+        assert!(is_omp_session_id("14aa9a8800000001"));
+        assert!(!is_omp_session_id("019c165b-2d00-7797-8064-8eb6a53576c1"));
+        assert!(!is_omp_session_id("sess-123"));
+        assert!(!is_omp_session_id("14AA9A8800000001"));
+        assert!(is_omp_entry(
+            &json!({"type":"model_change","model":"anthropic/claude-sonnet-4-5"})
+        ));
+        assert!(!is_omp_entry(
+            &json!({"type":"model_change","provider":"anthropic","modelId":"claude-sonnet-4-5"})
+        ));
+        assert!(is_omp_entry(
+            &json!({"type":"ttsr_injection","injectedRules":[]})
+        ));
+        assert!(!is_omp_entry(&json!({"type":"session_info","name":"x"})));
+        assert_eq!(
+            agent_of_header(&json!({"type":"session","version":3,"id":"14aa9a8800000001"})),
+            agent::OMP
+        );
+    }
 
     fn ctx() -> EntryContext {
         EntryContext {

@@ -3,7 +3,10 @@
 //! Two extensions write this shape (spec §10): the official pi-mono example
 //! (`details.results[]` with the child's full `messages[]`, cost as a number)
 //! and pi-subagents (`runId`, `progressSummary`, `artifactPaths`,
-//! `sessionFile`). Both become one `SubagentRun` per `details.results[i]`.
+//! `sessionFile`); so does oh-my-pi's own `task` tool (`results[i].id`, whose
+//! transcript is `<id>.jsonl` in the session's artifact folder, its
+//! aggregated `usage`, `resolvedModel`). All become one `SubagentRun` per
+//! `details.results[i]`.
 //! The child messages are normalized with the same code as top-level ones:
 //! their searchable strings join the parent entry's text fields (their JSON
 //! paths point inside `details.results[i].messages[j]`), and their metadata
@@ -117,6 +120,7 @@ pub fn describe(message: &Value, path: &str, out: &mut Entry) -> Vec<SubagentRun
     let Some(results) = details.get("results").and_then(Value::as_array) else {
         return Vec::new();
     };
+    let tool_name = message.get("toolName").and_then(Value::as_str);
     let mode = str_field(details, "mode");
     let run_id = str_field(details, "runId");
     let async_id = str_field(details, "asyncId");
@@ -130,7 +134,7 @@ pub fn describe(message: &Value, path: &str, out: &mut Entry) -> Vec<SubagentRun
             run.run_id = run_id.clone();
             run.async_id = async_id.clone();
             run.artifact_base = artifact_base(&run);
-            run.child_location = child_location(&run);
+            run.child_location = child_location(&run).or_else(|| omp_transcript(tool_name, result));
             child_messages(result, &mut run, out);
             run
         })
@@ -153,7 +157,9 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
     let exit_code = result.get("exitCode").and_then(as_int);
     let stop_reason = str_field(result, "stopReason");
     let error = str_field(result, "error").or_else(|| str_field(result, "errorMessage"));
+    // omp's `aborted: true` (task/types.ts `SingleResult`) ends a run as a signal does.
     let termination_signal = str_field(result, "terminationSignal");
+    let aborted = result.get("aborted").and_then(Value::as_bool) == Some(true);
     let status = str_field(result, "status")
         .filter(|status| !status.is_empty())
         .unwrap_or_else(|| {
@@ -161,7 +167,7 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
                 exit_code,
                 stop_reason.as_deref(),
                 error.is_some(),
-                termination_signal.is_some(),
+                termination_signal.is_some() || aborted,
             )
             .to_owned()
         });
@@ -177,14 +183,16 @@ fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
         exit_code,
         error,
         stop_reason,
-        model: str_field(result, "model"),
+        // omp: `resolvedModel` (`provider/id[:level]`).
+        model: str_field(result, "model").or_else(|| str_field(result, "resolvedModel")),
         input_tokens: usage_int("input"),
         output_tokens: usage_int("output"),
         cache_read_tokens: usage_int("cacheRead"),
         cache_write_tokens: usage_int("cacheWrite"),
         cost,
         turns: usage_int("turns"),
-        context_tokens: usage_int("contextTokens"),
+        context_tokens: usage_int("contextTokens")
+            .or_else(|| result.get("contextTokens").and_then(as_int)),
         tool_count: progress_int("toolCount"),
         progress_tokens: progress_int("tokens"),
         duration_ms: progress_int("durationMs")
@@ -278,6 +286,20 @@ fn child_location(run: &SubagentRun) -> Option<String> {
     ))
 }
 
+/// oh-my-pi's task tool (`toolName` `task`) names each run by an output id
+/// (`results[i].id`, nested runs `<parent id>.<child id>`) and writes its
+/// transcript to `<artifacts folder>/<id>.jsonl` (omp 18 `task/executor.ts`);
+/// the location is that file name, which `Store::link_subagents` resolves
+/// against the parent's folder.
+fn omp_transcript(tool_name: Option<&str>, result: &Value) -> Option<String> {
+    if tool_name != Some("task") {
+        return None;
+    }
+    let id = str_field(result, "id")?;
+    let safe = !id.is_empty() && !id.contains(['/', '\\']) && id != "." && id != "..";
+    safe.then(|| format!("{id}.jsonl"))
+}
+
 /// Normalizes `result.messages[]` like top-level messages.
 fn child_messages(result: &Value, run: &mut SubagentRun, out: &mut Entry) {
     let Some(messages) = result.get("messages").and_then(Value::as_array) else {
@@ -361,6 +383,31 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn omp_task_results_name_their_transcript() {
+        let message = json!({"role":"toolResult","toolName":"task","toolCallId":"t",
+            "details":{"results":[
+                {"index":0,"id":"0-Explore.0-Grep","agent":"grep","exitCode":0,"resolvedModel":"anthropic/claude-haiku-4-5",
+                 "contextTokens":210,"usage":{"input":200,"output":10,"cost":{"total":0.001}}},
+                {"index":1,"id":"../x","agent":"grep","exitCode":1,"aborted":true}],
+                "usage":{"input":200}}});
+        let runs = describe(&message, "$.message", &mut Entry::default());
+        assert_eq!(
+            runs[0].child_location.as_deref(),
+            Some("0-Explore.0-Grep.jsonl")
+        );
+        assert_eq!(runs[0].model.as_deref(), Some("anthropic/claude-haiku-4-5"));
+        assert_eq!(runs[0].context_tokens, Some(210));
+        assert_eq!(runs[0].cost, Some(0.001));
+        assert_eq!(runs[1].child_location, None);
+        assert_eq!(runs[1].status, "aborted");
+        // Another tool with the same shape names no omp transcript.
+        let other = json!({"role":"toolResult","toolName":"delegate",
+            "details":{"results":[{"id":"a","agent":"x"}]}});
+        let runs = describe(&other, "$.message", &mut Entry::default());
+        assert_eq!(runs[0].child_location, None);
     }
 
     #[test]

@@ -130,7 +130,7 @@ impl Source {
                 .filter(|info| {
                     words
                         .iter()
-                        .all(|word| title_of(info).to_lowercase().contains(word))
+                        .all(|word| info.title().to_lowercase().contains(word))
                 })
                 .map(session_row);
             found.rows.extend(titled);
@@ -149,17 +149,24 @@ impl Source {
             match search::search_again(&self.index, &mut self.head, &options) {
                 Ok(hits) => {
                     found.hits = hits.len();
-                    found.rows.extend(hits.into_iter().map(|hit| Row {
-                        title: hit.session_name.or(hit.first_message).unwrap_or_default(),
-                        time_ms: hit.timestamp.as_deref().and_then(parse_iso_ms),
-                        session_id: hit.session_id,
-                        session_path: hit.session_path,
-                        cwd: hit.cwd,
-                        hit: Some(HitRow {
-                            entry_id: hit.entry_id,
-                            role: hit.role,
-                            snippet: hit.snippet,
-                        }),
+                    found.rows.extend(hits.into_iter().map(|hit| {
+                        Row {
+                            title: sessions::title(
+                                hit.session_name.as_deref(),
+                                hit.first_message.as_deref(),
+                            )
+                            .unwrap_or_default()
+                            .to_owned(),
+                            time_ms: hit.timestamp.as_deref().and_then(parse_iso_ms),
+                            session_id: hit.session_id,
+                            session_path: hit.session_path,
+                            cwd: hit.cwd,
+                            hit: Some(HitRow {
+                                entry_id: hit.entry_id,
+                                role: hit.role,
+                                snippet: hit.snippet,
+                            }),
+                        }
                     }));
                 }
                 Err(err @ (SearchError::Empty(_) | SearchError::Role(_))) => {
@@ -172,16 +179,12 @@ impl Source {
     }
 }
 
-fn title_of(info: &SessionInfo) -> &str {
-    info.name.as_deref().unwrap_or(&info.first_message)
-}
-
 fn session_row(info: &SessionInfo) -> Row {
     Row {
         session_id: info.id.clone(),
         session_path: info.path.clone(),
         cwd: info.cwd.clone(),
-        title: title_of(info).to_owned(),
+        title: info.title().to_owned(),
         time_ms: info.modified_ms,
         hit: None,
     }

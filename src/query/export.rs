@@ -15,6 +15,11 @@
 //! tail not yet complete) are not written. An oh-my-pi session starts with
 //! its title slot as it is now (omp's own format: the slot, then the
 //! header).
+//!
+//! pi_agent_rust sessions have a second format of the port's own, a SQLite
+//! file (`export_port_sqlite`, for an output path ending in `.sqlite`); and
+//! a SQLite session written as JSONL has its attachments put back inline
+//! (`export_port_jsonl`), since their bytes were rows of the source file.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -39,6 +44,8 @@ pub enum ExportError {
     BadImagePath { entry: String, path: String },
     #[error("cannot write the export")]
     Io(#[from] std::io::Error),
+    #[error("cannot write the pi_agent_rust SQLite session")]
+    PortSqlite(#[from] crate::store::port_sqlite::PortSqliteError),
 }
 
 /// Writes the session as JSONL to `out`; returns the number of entry lines.
@@ -166,4 +173,196 @@ pub fn export_in(
         out.write_all(b"\n")?;
     }
     Ok(count)
+}
+
+/// True when `session` is a pi_agent_rust SQLite session file, whose
+/// attachments are rows of its own database.
+pub fn is_port_sqlite(session: &SessionRef) -> bool {
+    session.path.ends_with(".sqlite")
+}
+
+/// The JSONL lines of `export`: the header's, then each entry's.
+fn lines(store: &Index, session: &SessionRef) -> Result<Vec<Vec<u8>>, ExportError> {
+    let mut buffer = Vec::new();
+    export(store, session, &mut buffer)?;
+    Ok(buffer
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
+/// The bytes of every `$piBlob` attachment of `entry` that its session
+/// keeps, by reference.
+fn attachments(
+    session: &SessionRef,
+    entry: &Value,
+) -> Vec<(crate::outside::BlobRef, Option<Vec<u8>>)> {
+    let file = std::path::Path::new(&session.path);
+    crate::outside::entry_refs(entry)
+        .into_iter()
+        .filter(|(_, reference)| matches!(reference, crate::outside::BlobRef::Port { .. }))
+        .map(|(_, reference)| {
+            let bytes = crate::outside::read(file, &reference);
+            (reference, bytes)
+        })
+        .collect()
+}
+
+/// An attachment's digest (hex) and its bytes, `None` when they are not
+/// where its session keeps them.
+pub type Attachment = (String, Option<Vec<u8>>);
+
+/// Every attachment a pi_agent_rust session references (`$piBlob`), once
+/// each: its digest's hex and its bytes from where the session keeps them
+/// (`None` when they are not there). The port writes them beside a JSONL
+/// file as `<file>.blobs/<hex>` (its `session/attachments.rs`), which is
+/// where `piidx export -o FILE` puts them.
+pub fn port_attachments(
+    store: &Index,
+    session: &SessionRef,
+) -> Result<Vec<Attachment>, ExportError> {
+    let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    for line in lines(store, session)?.into_iter().skip(1) {
+        if !line.windows(8).any(|w| w == b"\"$piBlob") {
+            continue;
+        }
+        let Ok(entry) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        for (reference, bytes) in attachments(session, &entry) {
+            if seen.insert(reference.hex().to_owned()) {
+                found.push((reference.hex().to_owned(), bytes));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// `export` of a pi_agent_rust SQLite session as JSONL with nowhere to put
+/// its attachments (standard output): its `$piBlob` references point at
+/// rows of the source database (`pi_session_blobs`), so each is put back
+/// inline as the port's `decode_entry` reads it (base64 in the reference's
+/// `encoding`). Lines without one are written as stored. Returns the entry
+/// lines written and the attachments whose bytes were not there (left as
+/// references).
+pub fn export_port_jsonl(
+    store: &Index,
+    session: &SessionRef,
+    out: &mut dyn Write,
+) -> Result<(u64, u64), ExportError> {
+    let (mut count, mut missing) = (0, 0);
+    for (index, line) in lines(store, session)?.into_iter().enumerate() {
+        let parsed = (index > 0 && line.windows(8).any(|w| w == b"\"$piBlob"))
+            .then(|| serde_json::from_slice::<Value>(&line).ok())
+            .flatten();
+        match parsed {
+            Some(mut entry) => {
+                missing += hydrate(session, &mut entry);
+                serde_json::to_writer(&mut *out, &entry).map_err(std::io::Error::from)?;
+            }
+            None => out.write_all(&line)?,
+        }
+        out.write_all(b"\n")?;
+        count += u64::from(index > 0);
+    }
+    Ok((count, missing))
+}
+
+/// Puts the bytes of each `$piBlob` image or media block of `entry` back
+/// as base64 (`message.content[i].data`); returns how many were missing.
+fn hydrate(session: &SessionRef, entry: &mut Value) -> u64 {
+    use base64::Engine;
+    let mut found = attachments(session, entry).into_iter();
+    let Some(Value::Array(blocks)) = entry
+        .get_mut("message")
+        .and_then(|message| message.get_mut("content"))
+    else {
+        return 0;
+    };
+    let mut missing = 0;
+    for block in blocks {
+        if crate::outside::blob_ref(block).is_none() {
+            continue;
+        }
+        let Some((_, bytes)) = found.next() else {
+            break;
+        };
+        let Some(bytes) = bytes else {
+            missing += 1;
+            continue;
+        };
+        let no_pad = block
+            .get("data")
+            .and_then(|data| data.get("encoding"))
+            .and_then(Value::as_str)
+            == Some("base64NoPad");
+        let text = if no_pad {
+            base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bytes)
+        } else {
+            base64::engine::general_purpose::STANDARD.encode(&bytes)
+        };
+        if let Some(object) = block.as_object_mut() {
+            object.insert("data".to_owned(), Value::String(text));
+        }
+    }
+    missing
+}
+
+/// Writes the pi_agent_rust session `session` (a JSONL or a SQLite one) in
+/// the port's SQLite format at `path`: the header and entries as stored
+/// (attachments as `$piBlob` references), each referenced attachment a
+/// `pi_session_blobs` row, and `pi_session_meta` as the port computes it
+/// (`message_count`: every `message` entry; `name`: the last
+/// `session_info` with a name). Returns the entries written and the
+/// attachments whose bytes were not there.
+pub fn export_port_sqlite(
+    store: &Index,
+    session: &SessionRef,
+    path: &std::path::Path,
+) -> Result<(u64, u64), ExportError> {
+    let mut lines = lines(store, session)?.into_iter();
+    let header_line = lines.next().unwrap_or_default();
+    let header = String::from_utf8_lossy(&header_line).into_owned();
+    let header_value: Value =
+        serde_json::from_str(&header).map_err(|source| ExportError::BadRaw {
+            entry: "header".to_owned(),
+            source,
+        })?;
+    let mut written = crate::store::port_sqlite::PortSession {
+        id: header_value
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or(&session.session_id)
+            .to_owned(),
+        header,
+        ..Default::default()
+    };
+    let mut missing = 0;
+    for line in lines {
+        let text = String::from_utf8_lossy(&line).into_owned();
+        if let Ok(entry) = serde_json::from_str::<Value>(&text) {
+            match entry.get("type").and_then(Value::as_str) {
+                Some("message") => written.message_count += 1,
+                Some("session_info") => {
+                    if let Some(name) = entry.get("name").and_then(Value::as_str) {
+                        written.name = Some(name.to_owned());
+                    }
+                }
+                _ => {}
+            }
+            for (reference, bytes) in attachments(session, &entry) {
+                match bytes {
+                    Some(bytes) => written
+                        .blobs
+                        .push((format!("sha256:{}", reference.hex()), bytes)),
+                    None => missing += 1,
+                }
+            }
+        }
+        written.entries.push(text);
+    }
+    crate::store::port_sqlite::write_port_session(path, &written)?;
+    Ok((written.entries.len() as u64, missing))
 }

@@ -17,6 +17,7 @@ pub mod source;
 pub mod sql;
 pub mod subagents;
 pub mod tools;
+pub mod transcript;
 pub mod tree;
 pub mod tz;
 pub mod usage;

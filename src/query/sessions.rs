@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::QueryError;
 use super::scope::{Columns, Scope};
+use super::tree::{SessionRef, SessionTree};
 use crate::store::Index;
 use crate::time::format_iso_ms;
 
@@ -46,6 +47,103 @@ pub struct SessionInfo {
     pub short_id: String,
     /// The coding agent that wrote it: `pi`, `omp` or `pi_agent_rust`.
     pub agent: String,
+    /// pi_agent_rust: the model and thinking level the port resumes the
+    /// session with, and its header's `fallback*` fields as written.
+    pub port_model: Option<PortModel>,
+}
+
+/// The model pi_agent_rust resumes a session with (its `session.rs`
+/// `effective_model_for_current_path` and
+/// `effective_thinking_level_for_current_path`): the last `model_change`
+/// (`thinking_level_change`) on the current branch; else, when another
+/// branch has one, the header's `fallbackProvider` + `fallbackModelId`
+/// (`fallbackThinkingLevel`), which the port keeps for branches without a
+/// change of their own; else the header's `provider` + `modelId`
+/// (`thinkingLevel`). A header without `fallback*` fields has them filled
+/// from its `provider`, `modelId` and `thinkingLevel` when the port opens
+/// it (`materialize_branch_fallbacks`; its test
+/// `test_open_materializes_header_fallback_for_historyless_branch_navigation`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PortModel {
+    pub provider: Option<String>,
+    pub model_id: Option<String>,
+    pub thinking_level: Option<String>,
+    /// The header's `fallbackProvider`, `fallbackModelId`,
+    /// `fallbackThinkingLevel` as written (absent: `None`).
+    pub fallback_provider: Option<String>,
+    pub fallback_model_id: Option<String>,
+    pub fallback_thinking_level: Option<String>,
+}
+
+/// `PortModel` of the pi_agent_rust session `session`, from its current
+/// branch (`None` when its entries cannot be read back).
+pub fn port_model(store: &Index, session: SessionRef) -> Option<PortModel> {
+    let tree = SessionTree::load(store, session).ok()?;
+    let header = &tree.header;
+    let text = |key: &str| header.get(key).and_then(Value::as_str).map(str::to_owned);
+    let mut model = PortModel {
+        fallback_provider: text("fallbackProvider"),
+        fallback_model_id: text("fallbackModelId"),
+        fallback_thinking_level: text("fallbackThinkingLevel"),
+        ..PortModel::default()
+    };
+    let materialized = model.fallback_provider.is_none()
+        && model.fallback_model_id.is_none()
+        && model.fallback_thinking_level.is_none();
+    let (fallback_provider, fallback_model, fallback_thinking) = if materialized {
+        (text("provider"), text("modelId"), text("thinkingLevel"))
+    } else {
+        (
+            model.fallback_provider.clone(),
+            model.fallback_model_id.clone(),
+            model.fallback_thinking_level.clone(),
+        )
+    };
+    let branch = tree
+        .leaf()
+        .map(|leaf| tree.path_to(leaf))
+        .unwrap_or_default();
+    let last_on_branch = |kind: &str| {
+        branch
+            .iter()
+            .rev()
+            .map(|&index| &tree.nodes[index])
+            .find(|node| node.kind == kind)
+    };
+    let anywhere = |kind: &str| tree.nodes.iter().any(|node| node.kind == kind);
+    let field = |node: &crate::query::tree::Node, key: &str| {
+        node.raw.get(key).and_then(Value::as_str).map(str::to_owned)
+    };
+    // Both halves or neither, as the port's `zip` does.
+    let pair = |provider: Option<String>, id: Option<String>| match (provider, id) {
+        (Some(provider), Some(id)) => (Some(provider), Some(id)),
+        _ => (None, None),
+    };
+    (model.provider, model.model_id) = match last_on_branch("model_change") {
+        Some(change) => pair(field(change, "provider"), field(change, "modelId")),
+        None if anywhere("model_change") => pair(fallback_provider, fallback_model),
+        None => pair(text("provider"), text("modelId")),
+    };
+    model.thinking_level = match last_on_branch("thinking_level_change") {
+        Some(change) => field(change, "thinkingLevel"),
+        None if anywhere("thinking_level_change") => fallback_thinking,
+        None => text("thinkingLevel"),
+    };
+    Some(model)
+}
+
+/// What a session is called, as Pi's `/resume` shows it: its name, else
+/// its first message. The one title rule: the session list, search hits,
+/// the picker and a session's page all call it.
+pub fn title<'a>(name: Option<&'a str>, first_message: Option<&'a str>) -> Option<&'a str> {
+    name.or(first_message)
+}
+
+impl SessionInfo {
+    /// The session's `title`.
+    pub fn title(&self) -> &str {
+        title(self.name.as_deref(), Some(&self.first_message)).unwrap_or_default()
+    }
 }
 
 /// The fewest characters of a session id a table shows.
@@ -176,6 +274,7 @@ pub fn list(store: &Index, query: &SessionsQuery) -> Result<Vec<SessionInfo>, Qu
                 listed_by_pi: row.get(9)?,
                 short_id: String::new(),
                 agent: row.get(11)?,
+                port_model: None,
             },
         ))
     })?;
@@ -184,6 +283,21 @@ pub fn list(store: &Index, query: &SessionsQuery) -> Result<Vec<SessionInfo>, Qu
     let ids = all_ids(store)?;
     for info in &mut sessions {
         info.short_id = short_id(&ids, &info.id);
+        if info.agent == crate::normalize::agent::PI_AGENT_RUST {
+            let file_id = store.connection().query_row(
+                "SELECT file_id FROM sessions WHERE file_path = ?1",
+                [&info.path],
+                |row| row.get(0),
+            )?;
+            info.port_model = port_model(
+                store,
+                SessionRef {
+                    file_id,
+                    session_id: info.id.clone(),
+                    path: info.path.clone(),
+                },
+            );
+        }
     }
     Ok(sessions)
 }
@@ -230,15 +344,18 @@ pub struct Related {
 pub fn related(store: &Index, session_id: &str, path: &str) -> Result<Related, QueryError> {
     let conn = store.connection();
     let link = |row: &rusqlite::Row<'_>| {
+        let (name, first): (Option<String>, Option<String>) = (row.get(2)?, row.get(3)?);
         Ok(SessionLink {
             id: row.get(0)?,
             path: row.get(1)?,
-            title: row.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            title: title(name.as_deref(), first.as_deref())
+                .unwrap_or_default()
+                .to_owned(),
         })
     };
     let parent = conn
         .prepare_cached(
-            "SELECT p.session_id, p.file_path, coalesce(p.name, p.first_message)
+            "SELECT p.session_id, p.file_path, p.name, p.first_message
                FROM sessions s JOIN sessions p
                  ON p.file_path = s.parent_session
               WHERE s.file_path = ?1 LIMIT 1",
@@ -248,7 +365,7 @@ pub fn related(store: &Index, session_id: &str, path: &str) -> Result<Related, Q
         .transpose()?;
     let forks = conn
         .prepare_cached(
-            "SELECT s.session_id, s.file_path, coalesce(s.name, s.first_message)
+            "SELECT s.session_id, s.file_path, s.name, s.first_message
                FROM sessions s JOIN files f ON f.file_id = s.file_id
               WHERE f.status <> 'deleted' AND s.parent_session = ?1
               ORDER BY s.created_ms, s.file_path",
@@ -257,7 +374,7 @@ pub fn related(store: &Index, session_id: &str, path: &str) -> Result<Related, Q
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let delegated_by = conn
         .prepare_cached(
-            "SELECT s.session_id, s.file_path, coalesce(s.name, s.first_message)
+            "SELECT s.session_id, s.file_path, s.name, s.first_message
                FROM subagent_runs r JOIN sessions s ON s.file_id = r.file_id
               WHERE r.child_session_id = ?1 LIMIT 1",
         )?
@@ -327,6 +444,25 @@ impl SessionInfo {
         map.insert("messageCount".into(), self.message_count.into());
         map.insert("firstMessage".into(), self.first_message.clone().into());
         map.insert("agent".into(), self.agent.clone().into());
+        if let Some(port) = &self.port_model {
+            if let (Some(provider), Some(id)) = (&port.provider, &port.model_id) {
+                map.insert(
+                    "model".into(),
+                    serde_json::json!({"provider": provider, "id": id}),
+                );
+            }
+            let written = [
+                ("thinkingLevel", &port.thinking_level),
+                ("fallbackProvider", &port.fallback_provider),
+                ("fallbackModelId", &port.fallback_model_id),
+                ("fallbackThinkingLevel", &port.fallback_thinking_level),
+            ];
+            for (key, value) in written {
+                if let Some(value) = value {
+                    map.insert(key.into(), value.clone().into());
+                }
+            }
+        }
         Value::Object(map)
     }
 }

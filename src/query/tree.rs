@@ -895,16 +895,25 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
                 .and_then(|m| m.get("role"))
                 .and_then(Value::as_str)
                 .unwrap_or("?");
+            let field = |key: &str| {
+                one_line(
+                    message
+                        .and_then(|m| m.get(key))
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                )
+            };
             let body = match role {
-                "bashExecution" => format!(
-                    "$ {}",
-                    one_line(
-                        message
-                            .and_then(|m| m.get("command"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                    )
-                ),
+                "bashExecution" => format!("$ {}", field("command")),
+                "pythonExecution" => format!(">>> {}", field("code")),
+                "fileMention" => message
+                    .and_then(|m| m.get("files"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|file| file.get("path").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 "toolResult" => format!(
                     "{} → {}",
                     message
@@ -955,10 +964,34 @@ pub fn describe(tree: &SessionTree, index: usize) -> String {
             raw.get("customType").and_then(Value::as_str).unwrap_or(""),
             text(raw.get("content"))
         ),
-        "model_change" => format!(
-            "model → {}/{}",
-            raw.get("provider").and_then(Value::as_str).unwrap_or("?"),
-            raw.get("modelId").and_then(Value::as_str).unwrap_or("?")
+        // oh-my-pi writes `model: "provider/id"`, Pi `provider` and `modelId`.
+        "model_change" => match raw.get("model").and_then(Value::as_str) {
+            Some(model) => format!("model → {model}"),
+            None => format!(
+                "model → {}/{}",
+                raw.get("provider").and_then(Value::as_str).unwrap_or("?"),
+                raw.get("modelId").and_then(Value::as_str).unwrap_or("?")
+            ),
+        },
+        "title_change" => format!(
+            "title = {}",
+            one_line(raw.get("title").and_then(Value::as_str).unwrap_or(""))
+        ),
+        "mode_change" => format!(
+            "mode → {}",
+            raw.get("mode").and_then(Value::as_str).unwrap_or("?")
+        ),
+        "ttsr_injection" => format!(
+            "rules injected: {}",
+            one_line(
+                &raw.get("injectedRules")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         ),
         "thinking_level_change" => format!(
             "thinking → {}",

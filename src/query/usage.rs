@@ -189,9 +189,14 @@ pub fn run(store: &Index, options: &UsageOptions) -> Result<UsageReport, UsageEr
     let mut filters = vec!["1 = 1".to_owned()];
     if report.subagents {
         // A child session's own records are its run's usage: counted once,
-        // in the subagent columns.
+        // in the subagent columns. oh-my-pi's are the exception: its runs
+        // count nothing of their own (`add_subagents`), its transcripts'
+        // records are the spend, each under the transcript's session.
         filters.push(
-            "u.file_id NOT IN (SELECT child_file_id FROM subagent_runs WHERE child_file_id IS NOT NULL)"
+            "u.file_id NOT IN (SELECT r.child_file_id FROM subagent_runs r
+                                WHERE r.child_file_id IS NOT NULL
+                                  AND NOT EXISTS (SELECT 1 FROM sessions o
+                                                   WHERE o.file_id = r.file_id AND o.agent = 'omp'))"
                 .to_owned(),
         );
     }

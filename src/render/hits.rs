@@ -15,6 +15,7 @@ use super::{
 };
 use crate::query::search::sessions::SessionHits;
 use crate::query::search::{Hit, MARK_CLOSE, MARK_OPEN};
+use crate::query::sessions::title;
 
 /// Without a terminal width, titles are cut to this many columns.
 const TITLE_WIDTH: usize = 60;
@@ -61,11 +62,7 @@ fn write_hit(out: &mut dyn Write, hit: &Hit, term: &Term, theme: &Theme) -> io::
     if let Some(tool) = &hit.tool_name {
         kind.push_str(&format!(" [{}]", one_line(tool)));
     }
-    let title = hit
-        .session_name
-        .as_deref()
-        .or(hit.first_message.as_deref())
-        .unwrap_or("");
+    let title = title(hit.session_name.as_deref(), hit.first_message.as_deref()).unwrap_or("");
     let used = when.chars().count() + 2 + kind.chars().count() + 2;
     let room = term
         .width
@@ -168,11 +165,11 @@ pub fn write_sessions(
             ]);
             let bold = anstyle::Style::new().effects(anstyle::Effects::BOLD);
             for session in sessions {
-                let title = session
-                    .session_name
-                    .as_deref()
-                    .or(session.first_message.as_deref())
-                    .unwrap_or("");
+                let title = title(
+                    session.session_name.as_deref(),
+                    session.first_message.as_deref(),
+                )
+                .unwrap_or("");
                 table.push(vec![
                     Cell::styled(short_id(&session.session_id), bold),
                     minute_of(session.best_timestamp.as_deref()).into(),

@@ -59,7 +59,7 @@ pub fn table(sessions: &[SessionInfo]) -> Table {
         if !info.listed_by_pi {
             id.push('*');
         }
-        let title = info.name.as_deref().unwrap_or(&info.first_message);
+        let title = info.title();
         table.push(vec![
             info.modified_ms.map(minute).unwrap_or_default().into(),
             info.message_count.to_string().into(),

@@ -2,20 +2,24 @@
 //! context `query::tree::build_context` builds, as Pi does), or the whole
 //! tree (`--all`), as text or Markdown, or the path's entries as JSON.
 //!
-//! Tool calls are printed with their results right under them (or folded:
-//! `Tools`); labels and context edits are shown next to the entries they
-//! mark; images become placeholders such as `[image image/png 12 KB]` (also
-//! in `--json`, where the payload string is replaced by the placeholder).
-//! Session text goes through `safe`; Markdown output is CommonMark.
-
-use std::collections::{HashMap, HashSet};
+//! Only formatting lives here: `query::transcript` reads the entries into
+//! typed blocks. Tool calls are printed with their results right under
+//! them (or folded: `Tools`); labels and context edits are shown next to
+//! the entries they mark; an entry that gives no message (a model change,
+//! a label, a name) is a `·` line where it sits on the branch, as the web
+//! page shows it; images become placeholders such as
+//! `[image image/png 12 KB]` (also in `--json`, where the payload string is
+//! replaced by the placeholder). Session text goes through `safe`;
+//! Markdown output is CommonMark.
 
 use serde_json::Value;
 
 use super::{Theme, safe};
+use crate::query::transcript::{
+    self, Assistant, Block, Body, Execution, Head, Image, Part, SystemPrompt,
+};
 use crate::query::tree::{
-    self, ContextItem, ContextKind, EditMark, SessionTree, active_set, build_context, describe,
-    edits_by_target, image_placeholder, project,
+    self, EditMark, SessionTree, active_set, edits_by_target, image_placeholder,
 };
 use crate::time::format_iso_ms;
 
@@ -47,9 +51,9 @@ pub struct Options {
 
 /// The transcript of `path` as Pi's context sees it.
 pub fn context(tree: &SessionTree, path: &[usize], options: Options) -> String {
-    let items = build_context(tree, path);
-    let mut out = Writer::new(tree, options);
-    out.title();
+    let blocks = transcript::branch(tree, path);
+    let mut out = Writer::new(options);
+    out.title(&Head::of(tree));
     if let Some(&leaf) = path.last() {
         out.line(&format!(
             "branch: {} entries, leaf {}",
@@ -58,25 +62,12 @@ pub fn context(tree: &SessionTree, path: &[usize], options: Options) -> String {
         ));
         out.blank();
     }
-    // Tool results are printed under the call they answer.
-    let mut results: HashMap<&str, &ContextItem> = HashMap::new();
-    for item in &items {
-        if item.kind == ContextKind::Message
-            && role(&item.message) == "toolResult"
-            && let Some(id) = item.message.get("toolCallId").and_then(Value::as_str)
-        {
-            results.entry(id).or_insert(item);
-        }
-    }
-    let mut printed: HashSet<usize> = HashSet::new();
-    for item in &items {
-        if printed.contains(&item.node) && item.kind == ContextKind::Message {
-            continue;
-        }
-        let mark = item
+    for block in &blocks {
+        let mark = block
             .edited_by
-            .map(|edit| format!("✎ edited by {}", tree.nodes[edit].id));
-        out.item(item, mark.as_deref(), &results, &mut printed);
+            .as_ref()
+            .map(|edit| format!("✎ edited by {edit}"));
+        out.block(block, mark.as_deref(), "·");
     }
     out.finish()
 }
@@ -87,35 +78,25 @@ pub fn whole_tree(tree: &SessionTree, options: Options) -> String {
     let (roots, children) = tree.children();
     let active = active_set(tree);
     let edits = edits_by_target(tree);
-    let mut out = Writer::new(tree, options);
-    out.title();
+    let mut out = Writer::new(options);
+    out.title(&Head::of(tree));
     if roots.len() > 1 {
         out.line(&format!("{} roots", roots.len()));
         out.blank();
     }
     let mut stack: Vec<(usize, Option<String>)> =
         roots.iter().rev().map(|&root| (root, None)).collect();
-    let mut printed = HashSet::new();
     while let Some((index, banner)) = stack.pop() {
         if let Some(banner) = banner {
             out.banner(&banner);
         }
         let node = &tree.nodes[index];
-        let items = project(tree, index, true, None);
         let mark = edits
             .get(node.id.as_str())
             .map(|list| edit_marks(&tree::edit_marks(tree, Some(list))));
-        if items.is_empty() {
-            let marker = if active.contains(&index) { "•" } else { " " };
-            let mut text = format!("{marker} {} {}", node.id, safe(&describe(tree, index)));
-            if let Some(mark) = &mark {
-                text.push_str(&format!("  {mark}"));
-            }
-            out.line(&text);
-            out.blank();
-        }
-        for item in &items {
-            out.item(item, mark.as_deref(), &HashMap::new(), &mut printed);
+        let marker = if active.contains(&index) { "•" } else { " " };
+        for block in &transcript::entry(tree, index) {
+            out.block(block, mark.as_deref(), marker);
         }
         let kids = &children[index];
         for (i, &kid) in kids.iter().enumerate().rev() {
@@ -154,26 +135,16 @@ pub fn edit_marks(edits: &[EditMark]) -> String {
         .join(", ")
 }
 
-fn role(message: &Value) -> &str {
-    message.get("role").and_then(Value::as_str).unwrap_or("?")
-}
-
-fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 /// Builds the text: blocks separated by blank lines (which Markdown needs
 /// after a quote or a fence).
-struct Writer<'a> {
-    tree: &'a SessionTree,
+struct Writer {
     options: Options,
     out: String,
 }
 
-impl<'a> Writer<'a> {
-    fn new(tree: &'a SessionTree, options: Options) -> Writer<'a> {
+impl Writer {
+    fn new(options: Options) -> Writer {
         Writer {
-            tree,
             options,
             out: String::new(),
         }
@@ -196,12 +167,11 @@ impl<'a> Writer<'a> {
         self.out
     }
 
-    fn title(&mut self) {
-        let header = &self.tree.header;
-        let cwd = safe(str_of(header, "cwd")).into_owned();
-        let created = safe(str_of(header, "timestamp")).into_owned();
-        let id = safe(&self.tree.session.session_id).into_owned();
-        let path = safe(&self.tree.session.path).into_owned();
+    fn title(&mut self, head: &Head) {
+        let cwd = safe(&head.cwd).into_owned();
+        let created = safe(head.created.as_deref().unwrap_or("")).into_owned();
+        let id = safe(&head.session_id).into_owned();
+        let path = safe(&head.path).into_owned();
         if self.markdown() {
             self.line(&format!("# Session {id}"));
             self.blank();
@@ -231,14 +201,9 @@ impl<'a> Writer<'a> {
     }
 
     /// `── assistant (model) · time · id ──`, coloured by `role`.
-    fn heading(&mut self, index: usize, role: &str, what: &str, mark: Option<&str>) {
-        let node = &self.tree.nodes[index];
-        let when = node
-            .raw
-            .get("message")
-            .and_then(|m| m.get("timestamp"))
-            .and_then(Value::as_i64)
-            .or(node.timestamp_ms)
+    fn heading(&mut self, block: &Block, role: &str, what: &str, mark: Option<&str>) {
+        let when = block
+            .time_ms
             .map(|ms| {
                 format_iso_ms(ms)
                     .replace('T', " ")
@@ -248,20 +213,21 @@ impl<'a> Writer<'a> {
             })
             .unwrap_or_default();
         let mut notes = String::new();
-        if let Some(label) = self.tree.labels.get(&node.id) {
+        if let Some(label) = &block.label {
             notes.push_str(&format!("  🏷 {}", safe(label)));
         }
         if let Some(mark) = mark {
             notes.push_str(&format!("  {mark}"));
         }
         let what = safe(what);
+        let id = &block.entry_id;
         if self.markdown() {
-            self.line(&format!("### {what} · {when} · `{}`{notes}", node.id));
+            self.line(&format!("### {what} · {when} · `{id}`{notes}"));
             self.blank();
         } else {
             let theme = self.options.theme;
             let title = theme.role(role, &what);
-            self.line(&format!("── {title} · {when} · {}{notes} ──", node.id));
+            self.line(&format!("── {title} · {when} · {id}{notes} ──"));
         }
     }
 
@@ -341,206 +307,194 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Text and image blocks; thinking as a quote (tool calls are the caller's).
-    fn content(&mut self, index: usize, value: Option<&Value>, base: &str) {
-        match value {
-            Some(Value::String(text)) => self.text(text),
-            Some(Value::Array(blocks)) => {
-                for (i, block) in blocks.iter().enumerate() {
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => self.text(str_of(block, "text")),
-                        Some("image") => {
-                            let rowid = self.tree.nodes[index].rowid;
-                            let info = self.tree.images.get(&(rowid, format!("{base}[{i}]")));
-                            let mime = block.get("mimeType").and_then(Value::as_str);
-                            let placeholder = match info {
-                                Some(info) => image_placeholder(mime, info.byte_len),
-                                None => self
-                                    .tree
-                                    .outside_placeholder(block)
-                                    .unwrap_or_else(|| image_placeholder(mime, 0)),
-                            };
-                            self.text(&placeholder);
-                        }
-                        Some("thinking") => {
-                            let redacted =
-                                block.get("redacted").and_then(Value::as_bool) == Some(true);
-                            let thinking = if redacted {
-                                "[redacted thinking]"
-                            } else {
-                                str_of(block, "thinking")
-                            };
-                            if !thinking.is_empty() {
-                                self.quote(&format!("thinking: {thinking}"));
-                            }
-                        }
-                        Some("toolCall") => {}
-                        Some(other) => self.text(&format!("[{other} block]")),
-                        None => {}
+    /// Text and image parts; thinking as a quote.
+    fn content(&mut self, parts: &[Part]) {
+        for part in parts {
+            match part {
+                Part::Text { text } => self.text(text),
+                Part::Image(image) => {
+                    let placeholder = match &image.stored {
+                        Some(stored) => image_placeholder(image.mime.as_deref(), stored.byte_len),
+                        None => outside_or_unknown(image),
+                    };
+                    self.text(&placeholder);
+                }
+                Part::Thinking { text } => {
+                    if !text.is_empty() {
+                        self.quote(&format!("thinking: {text}"));
                     }
                 }
+                Part::Other {
+                    block_type: Some(other),
+                } => self.text(&format!("[{other} block]")),
+                Part::Other { block_type: None } => {}
             }
-            _ => {}
         }
     }
 
-    /// One context message: `mark` says how a context edit changes it, and
-    /// `results` holds the tool results to print under their calls.
-    fn item(
-        &mut self,
-        item: &ContextItem,
-        mark: Option<&str>,
-        results: &HashMap<&str, &ContextItem>,
-        printed: &mut HashSet<usize>,
-    ) {
-        let index = item.node;
-        let message = &item.message;
-        match item.kind {
-            ContextKind::SystemCheckpoint => {
-                self.heading(
-                    index,
-                    "system",
-                    "system prompt kept by the compaction",
-                    mark,
-                );
-                self.system_prompt(message);
+    /// One block: `mark` says how a context edit changes it; `marker` marks
+    /// a note (`•`: on the current branch of `--all`).
+    fn block(&mut self, block: &Block, mark: Option<&str>, marker: &str) {
+        match &block.body {
+            Body::Note { summary, .. } => {
+                let mut text = format!("{marker} {} {}", block.entry_id, safe(summary));
+                if let Some(mark) = mark {
+                    text.push_str(&format!("  {mark}"));
+                }
+                self.line(&text);
+                self.blank();
+                return;
             }
-            ContextKind::CompactionSummary => {
-                let tokens = message
-                    .get("tokensBefore")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                let what = format!("compaction summary ({tokens} tokens before)");
-                self.heading(index, "summary", &what, mark);
-                self.text(str_of(message, "summary"));
+            Body::System(prompt) => {
+                let what = if prompt.checkpoint {
+                    "system prompt kept by the compaction"
+                } else {
+                    "system prompt"
+                };
+                self.heading(block, "system", what, mark);
+                self.system_prompt(prompt);
             }
-            ContextKind::BranchSummary => {
-                self.heading(index, "summary", "branch summary", mark);
-                self.text(str_of(message, "summary"));
+            Body::Compaction {
+                summary,
+                tokens_before,
+            } => {
+                let what = format!("compaction summary ({tokens_before} tokens before)");
+                self.heading(block, "summary", &what, mark);
+                self.text(summary);
             }
-            ContextKind::Custom => {
-                let what = format!("custom: {}", str_of(message, "customType"));
-                self.heading(index, "custom", &what, mark);
-                self.content(index, message.get("content"), "$.content");
+            Body::BranchSummary { summary } => {
+                self.heading(block, "summary", "branch summary", mark);
+                self.text(summary);
             }
-            ContextKind::Message => self.message(item, mark, results, printed),
+            Body::Custom {
+                custom_type,
+                content,
+            } => {
+                self.heading(block, "custom", &format!("custom: {custom_type}"), mark);
+                self.content(content);
+            }
+            Body::User { content } => {
+                self.heading(block, "user", "user", mark);
+                self.content(content);
+            }
+            Body::Developer { content } => {
+                self.heading(block, "developer", "developer", mark);
+                self.content(content);
+            }
+            Body::Other { role, content } => {
+                self.heading(block, role, role, mark);
+                self.content(content);
+            }
+            Body::Assistant(assistant) => {
+                let what = format!("assistant ({})", assistant.model);
+                self.heading(block, "assistant", &what, mark);
+                self.assistant(assistant);
+            }
+            Body::ToolResult(result) => {
+                let what = format!("tool result: {}", result.tool_name);
+                self.heading(block, "toolResult", &what, mark);
+                self.tool_output(&result_text(&result.content));
+            }
+            Body::Bash(run) => {
+                self.heading(block, "bash", "bash", mark);
+                self.bash(run);
+            }
+            Body::Python(run) => {
+                self.heading(block, "bash", "python", mark);
+                // The code set apart, as `>>>` lines (a Markdown quote
+                // otherwise), then its exit code and output.
+                let code: Vec<String> = run.command.lines().map(|l| format!(">>> {l}")).collect();
+                self.verbatim(&code.join("\n"));
+                self.text(&format!("(exit {})", exit_code(run)));
+                self.tool_output(&run.output);
+            }
+            Body::FileMention { files } => {
+                self.heading(block, "custom", "file mention", mark);
+                for file in files {
+                    match &file.skipped_reason {
+                        Some(why) => self.text(&format!("@{} (skipped: {why})", file.path)),
+                        None => {
+                            self.text(&format!("@{}", file.path));
+                            self.tool_output(file.content.as_deref().unwrap_or(""));
+                        }
+                    }
+                }
+            }
         }
-        printed.insert(index);
         if !self.markdown() {
             self.blank();
         }
     }
 
-    fn message(
-        &mut self,
-        item: &ContextItem,
-        mark: Option<&str>,
-        results: &HashMap<&str, &ContextItem>,
-        printed: &mut HashSet<usize>,
-    ) {
-        let index = item.node;
-        let message = &item.message;
-        let who = role(message).to_owned();
-        match who.as_str() {
-            "system" => {
-                self.heading(index, "system", "system prompt", mark);
-                self.system_prompt(message);
+    /// `$ command  (exit N)` and its output.
+    fn bash(&mut self, run: &Execution) {
+        let prompt = "$ ";
+        let code = exit_code(run);
+        self.text(&format!("{prompt}{}  (exit {code})", run.command));
+        self.tool_output(&run.output);
+    }
+
+    /// An answer: its content, then each call with its result under it.
+    fn assistant(&mut self, assistant: &Assistant) {
+        self.content(&assistant.content);
+        for call in &assistant.calls {
+            let args = call
+                .arguments
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default();
+            // Session text made safe first, then piidx's own colour
+            // around it (which `safe` would show as `^[`).
+            let line = format!("→ {} {}", safe(&call.name), safe(&args));
+            let line = if self.markdown() {
+                format!("`{}`", line.replace('`', "'"))
+            } else {
+                self.options.theme.role("tool_call", &line)
+            };
+            self.line(&line);
+            if self.markdown() {
+                self.blank();
             }
-            "assistant" => {
-                let what = format!("assistant ({})", str_of(message, "model"));
-                self.heading(index, "assistant", &what, mark);
-                self.content(index, message.get("content"), "$.message.content");
-                let calls = message
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter(|block| block.get("type").and_then(Value::as_str) == Some("toolCall"));
-                for block in calls {
-                    let name = str_of(block, "name");
-                    let args = block
-                        .get("arguments")
-                        .map(Value::to_string)
-                        .unwrap_or_default();
-                    // Session text made safe first, then piidx's own colour
-                    // around it (which `safe` would show as `^[`).
-                    let call = format!("→ {} {}", safe(name), safe(&args));
-                    let call = if self.markdown() {
-                        format!("`{}`", call.replace('`', "'"))
-                    } else {
-                        self.options.theme.role("tool_call", &call)
-                    };
-                    self.line(&call);
-                    if self.markdown() {
-                        self.blank();
-                    }
-                    let Some(result) = results.get(str_of(block, "id")) else {
-                        continue;
-                    };
-                    printed.insert(result.node);
-                    if self.options.tools == Tools::Hidden {
-                        continue;
-                    }
-                    let error =
-                        result.message.get("isError").and_then(Value::as_bool) == Some(true);
-                    let edited = result
-                        .edited_by
-                        .map(|edit| format!(" ✎ edited by {}", self.tree.nodes[edit].id))
-                        .unwrap_or_default();
-                    let answer = format!(
-                        "← {}{} ({}){edited}",
-                        safe(name),
-                        if error { " ERROR" } else { "" },
-                        self.tree.nodes[result.node].id,
-                    );
-                    let answer = if error {
-                        self.options.theme.error(&answer)
-                    } else {
-                        self.options.theme.role("tool_result", &answer)
-                    };
-                    self.line(&answer);
-                    if self.markdown() {
-                        self.blank();
-                    }
-                    let text = block_text(self.tree, result.message.get("content"));
-                    self.tool_output(&text);
-                }
-                if let Some(error) = message.get("errorMessage").and_then(Value::as_str) {
-                    let text = self
-                        .options
-                        .theme
-                        .error(&format!("[error: {}]", safe(error)));
-                    self.line(&text);
-                }
+            let Some(result) = &call.result else {
+                continue;
+            };
+            if self.options.tools == Tools::Hidden {
+                continue;
             }
-            "toolResult" => {
-                let what = format!("tool result: {}", str_of(message, "toolName"));
-                self.heading(index, "toolResult", &what, mark);
-                self.tool_output(&block_text(self.tree, message.get("content")));
+            let edited = result
+                .edited_by
+                .as_ref()
+                .map(|edit| format!(" ✎ edited by {edit}"))
+                .unwrap_or_default();
+            let answer = format!(
+                "← {}{} ({}){edited}",
+                safe(&call.name),
+                if result.is_error { " ERROR" } else { "" },
+                result.entry_id,
+            );
+            let answer = if result.is_error {
+                self.options.theme.error(&answer)
+            } else {
+                self.options.theme.role("tool_result", &answer)
+            };
+            self.line(&answer);
+            if self.markdown() {
+                self.blank();
             }
-            "bashExecution" => {
-                self.heading(index, "bash", "bash", mark);
-                let code = message
-                    .get("exitCode")
-                    .and_then(Value::as_i64)
-                    .map_or("none".to_owned(), |c| c.to_string());
-                self.text(&format!("$ {}  (exit {code})", str_of(message, "command")));
-                self.tool_output(str_of(message, "output"));
-            }
-            other => {
-                let what = match other {
-                    "custom" => format!("custom: {}", str_of(message, "customType")),
-                    _ => other.to_owned(),
-                };
-                self.heading(index, other, &what, mark);
-                self.content(index, message.get("content"), "$.message.content");
-            }
+            self.tool_output(&result_text(&result.content));
+        }
+        if let Some(error) = &assistant.error {
+            let text = self
+                .options
+                .theme
+                .error(&format!("[error: {}]", safe(error)));
+            self.line(&text);
         }
     }
 
     /// A system prompt: its sections and tools by name and size, or (with
     /// `full_system`) its whole text.
-    fn system_prompt(&mut self, message: &Value) {
+    fn system_prompt(&mut self, prompt: &SystemPrompt) {
         let size = |bytes: usize| {
             if bytes >= 1024 {
                 format!("{:.1} KB", bytes as f64 / 1024.0)
@@ -550,43 +504,32 @@ impl<'a> Writer<'a> {
         };
         let full = self.options.full_system;
         let mut lines = Vec::new();
-        if let Some(text) = message
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = prompt.content.as_deref().filter(|t| !t.is_empty()) {
             lines.push(if full {
                 text.to_owned()
             } else {
                 format!("content: {}", size(text.len()))
             });
         }
-        if let Some(sections) = message.get("sections").and_then(Value::as_object) {
-            for (name, text) in sections {
-                match text.as_str() {
-                    Some(text) if full => lines.push(text.to_owned()),
-                    Some(text) => lines.push(format!("§ {name}: {}", size(text.len()))),
-                    None => lines.push(format!("§ {name}: removed")),
-                }
+        for section in &prompt.sections {
+            match &section.text {
+                Some(text) if full => lines.push(text.clone()),
+                Some(text) => lines.push(format!("§ {}: {}", section.name, size(text.len()))),
+                None => lines.push(format!("§ {}: removed", section.name)),
             }
         }
-        let names = |key: &str| -> Vec<String> {
-            message
-                .get(key)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|tool| tool.get("name").and_then(Value::as_str).map(str::to_owned))
-                .collect()
-        };
-        let added = names("toolsAdded");
-        if !added.is_empty() {
-            let bytes = message.get("toolsAdded").map_or(0, |t| t.to_string().len());
-            lines.push(format!("tools: {} ({})", added.join(", "), size(bytes)));
+        if !prompt.tools_added.is_empty() {
+            lines.push(format!(
+                "tools: {} ({})",
+                prompt.tools_added.join(", "),
+                size(prompt.tools_added_bytes)
+            ));
         }
-        let removed = names("toolsRemoved");
-        if !removed.is_empty() {
-            lines.push(format!("tools removed: {}", removed.join(", ")));
+        if !prompt.tools_removed.is_empty() {
+            lines.push(format!(
+                "tools removed: {}",
+                prompt.tools_removed.join(", ")
+            ));
         }
         if !full && !lines.is_empty() {
             lines.push("(piidx show --system prints it in full)".to_owned());
@@ -601,22 +544,33 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// The text blocks of a tool result, one per line (a string as it is).
-fn block_text(tree: &SessionTree, content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .map(|block| match block.get("type").and_then(Value::as_str) {
-                Some("text") => str_of(block, "text").to_owned(),
-                Some("image") => tree.outside_placeholder(block).unwrap_or_else(|| {
-                    image_placeholder(block.get("mimeType").and_then(Value::as_str), 0)
-                }),
-                Some(other) => format!("[{other} block]"),
-                None => String::new(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
+fn exit_code(run: &Execution) -> String {
+    run.exit_code
+        .map_or("none".to_owned(), |code| code.to_string())
+}
+
+/// An image the index does not keep: where it is kept, or its type alone.
+fn outside_or_unknown(image: &Image) -> String {
+    image
+        .outside
+        .as_ref()
+        .and_then(|outside| outside.placeholder.clone())
+        .unwrap_or_else(|| image_placeholder(image.mime.as_deref(), 0))
+}
+
+/// The parts of a tool result, one per line.
+fn result_text(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Text { text } => text.clone(),
+            Part::Image(image) => outside_or_unknown(image),
+            Part::Thinking { .. } => "[thinking block]".to_owned(),
+            Part::Other { block_type } => block_type
+                .as_ref()
+                .map(|other| format!("[{other} block]"))
+                .unwrap_or_default(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

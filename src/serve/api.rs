@@ -9,9 +9,9 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::http::Answer;
+use super::local::Local;
 use super::params::{BadParam, Params};
-use super::routes::Answer;
-use super::server::Local;
 use crate::query::request::SearchRequest;
 use crate::query::search::{Hit, SearchError, SearchOptions};
 use crate::query::sessions::{SessionInfo, SessionsQuery};
@@ -110,7 +110,7 @@ pub fn search_options(params: &Params, local: &Local) -> Result<SearchOptions, F
 fn start_search(
     local: &Local,
     stop: &Stop,
-) -> Result<(crate::serve::server::SearchSlot, super::client::ClientWatch), Failure> {
+) -> Result<(super::local::SearchSlot, super::client::ClientWatch), Failure> {
     let slot = local.search_slot().ok_or_else(|| {
         Failure::new(
             503,

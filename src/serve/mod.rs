@@ -7,8 +7,12 @@
 //!   threads, no async runtime in a program that is otherwise synchronous),
 //!   the token check, and the server-sent events `serve --watch` pushes;
 //! * `routes`: a request's path and parameters → an answer;
-//! * `api`: the JSON answers; `pages`: the HTML pages (`html` escapes every
-//!   session text: it is untrusted); `assets`: the CSS and JS, embedded.
+//! * `pages`: the HTML pages, one module a page (`html` escapes every
+//!   session text: it is untrusted); `api`: the JSON answers;
+//! * below them all: `http` (the answer types and how one is sent),
+//!   `local` (what a worker keeps between requests), `params`, `client`,
+//!   `assets` (the CSS and JS, embedded). Each module imports only those
+//!   below it.
 //!
 //! Safe by default: the server binds to loopback unless told
 //! `--allow-remote`, which needs a token; the index is opened read-only;
@@ -19,6 +23,8 @@ pub mod api;
 pub mod assets;
 mod client;
 pub mod html;
+pub mod http;
+pub mod local;
 pub mod pages;
 pub mod params;
 pub mod routes;

@@ -3,66 +3,10 @@
 //! file path, `/` as `%2F`).
 
 use super::api::{self, Failure};
+use super::http::{Answer, Context, Reply};
+use super::local::Local;
 use super::params::{Params, decode};
-use super::server::Local;
 use super::{assets, pages};
-
-/// The pages' Content-Security-Policy: their own script and styles only,
-/// no inline script, images from the server itself. Session text is
-/// escaped anyway; this is the second wall.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
-/// What the server sends back.
-#[derive(Debug)]
-pub struct Answer {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
-    pub cache: &'static str,
-    /// Milliseconds spent in the query (a search), for `Server-Timing`.
-    pub timing: Option<f64>,
-    /// Milliseconds from the parsed request to the answer ready to send:
-    /// query and rendering (`Server-Timing: app`).
-    pub total: Option<f64>,
-}
-
-impl Answer {
-    pub fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Answer {
-        Answer {
-            status,
-            content_type,
-            body,
-            cache: "no-store",
-            timing: None,
-            total: None,
-        }
-    }
-
-    pub fn text(status: u16, text: &str) -> Answer {
-        Answer::new(
-            status,
-            "text/plain; charset=utf-8",
-            text.as_bytes().to_vec(),
-        )
-    }
-
-    pub fn html(body: String) -> Answer {
-        Answer::new(200, "text/html; charset=utf-8", body.into_bytes())
-    }
-}
-
-pub enum Reply {
-    Answer(Answer),
-    /// The connection becomes an event stream (`/api/events`).
-    Events,
-}
-
-/// What every page is told besides its parameters.
-#[derive(Debug, Clone, Copy)]
-pub struct Context {
-    /// `serve --watch`: pages subscribe to `/api/events`.
-    pub live: bool,
-}
 
 pub fn route(local: &mut Local, context: &Context, path: &str, params: &Params) -> Reply {
     let segments: Vec<String> = path

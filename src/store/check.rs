@@ -98,31 +98,44 @@ impl Writer {
         Ok(found)
     }
 
-    /// oh-my-pi tool results whose full output (`details.meta.truncation.
-    /// artifactId`) has no `.log` in the index: `(session file, line, id)`.
+    /// `(session file, line, artifact id)` of every omp tool result whose
+    /// full output (`details.meta.truncation.artifactId`) has no
+    /// `tool_output` artifact row: the `.log` is missing.
     pub fn missing_tool_outputs(&self) -> Result<Vec<(String, i64, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT x.path, x.line_no, x.id
-                   FROM (SELECT f.path, e.line_no,
-                                CASE WHEN json_valid(e.raw) THEN CAST(json_extract(e.raw,
-                                  '$.message.details.meta.truncation.artifactId') AS TEXT) END AS id
-                           FROM sessions s
-                           JOIN files f ON f.file_id = s.file_id
-                           JOIN message_meta mm ON mm.file_id = s.file_id AND mm.role = 'toolResult'
-                           JOIN entries e ON e.entry_rowid = mm.entry_rowid
-                          WHERE s.agent = 'omp') x
-                  WHERE x.id IS NOT NULL
-                    AND NOT EXISTS (
-                        SELECT 1 FROM subagent_artifacts a
-                         WHERE a.kind = 'tool_output' AND a.base = x.id
-                           AND (a.session_path = x.path
-                                OR (x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
-                                    AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0')))
-                  ORDER BY x.path, x.line_no",
-            )
-            .map_err(self.err())?;
+        self.missing_tool_outputs_where("")
+    }
+
+    /// `missing_tool_outputs` of the session files at `paths` only (sync
+    /// warns about the files it read and those whose `.log` went).
+    pub fn missing_tool_outputs_of(&self, paths: &[String]) -> Result<Vec<(String, i64, String)>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.fill_checked_paths(paths)?;
+        self.missing_tool_outputs_where("AND f.path IN (SELECT path FROM temp.checked_paths)")
+    }
+
+    fn missing_tool_outputs_where(&self, only: &str) -> Result<Vec<(String, i64, String)>> {
+        let sql = format!(
+            "SELECT x.path, x.line_no, x.id
+               FROM (SELECT f.path, e.line_no,
+                            CASE WHEN json_valid(e.raw) THEN CAST(json_extract(e.raw,
+                              '$.message.details.meta.truncation.artifactId') AS TEXT) END AS id
+                       FROM sessions s
+                       JOIN files f ON f.file_id = s.file_id
+                       JOIN message_meta mm ON mm.file_id = s.file_id AND mm.role = 'toolResult'
+                       JOIN entries e ON e.entry_rowid = mm.entry_rowid
+                      WHERE s.agent = 'omp' {only}) x
+              WHERE x.id IS NOT NULL
+                AND NOT EXISTS (
+                    SELECT 1 FROM subagent_artifacts a
+                     WHERE a.kind = 'tool_output' AND a.base = x.id
+                       AND (a.session_path = x.path
+                            OR (x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+                                AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0')))
+              ORDER BY x.path, x.line_no"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
         let rows = stmt
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .map_err(self.err())?;
@@ -133,19 +146,52 @@ impl Writer {
     /// outside the session file (omp's `blob:sha256:`, the port's
     /// `$piBlob`), for doctor to look for their bytes.
     pub fn outside_image_entries(&self) -> Result<Vec<(String, i64, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT f.path, e.line_no, e.raw
-                   FROM entries e JOIN files f ON f.file_id = e.file_id
-                  WHERE instr(e.raw, '\"blob:sha256:') > 0 OR instr(e.raw, '\"$piBlob\"') > 0
-                  ORDER BY f.path, e.line_no",
-            )
-            .map_err(self.err())?;
+        self.outside_image_entries_where("")
+    }
+
+    /// `outside_image_entries` of the omp and pi_agent_rust session files at
+    /// `paths` only (the only agents that keep images outside).
+    pub fn outside_image_entries_of(&self, paths: &[String]) -> Result<Vec<(String, i64, String)>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.fill_checked_paths(paths)?;
+        self.outside_image_entries_where(
+            "AND f.path IN (SELECT path FROM temp.checked_paths)
+             AND f.file_id IN (SELECT file_id FROM sessions WHERE agent IN ('omp', 'pi_agent_rust'))",
+        )
+    }
+
+    fn outside_image_entries_where(&self, only: &str) -> Result<Vec<(String, i64, String)>> {
+        let sql = format!(
+            "SELECT f.path, e.line_no, e.raw
+               FROM files f JOIN entries e ON e.file_id = f.file_id
+              WHERE (instr(e.raw, '\"blob:sha256:') > 0 OR instr(e.raw, '\"$piBlob\"') > 0) {only}
+              ORDER BY f.path, e.line_no"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
         let rows = stmt
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .map_err(self.err())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    /// `temp.checked_paths` holds exactly `paths`.
+    fn fill_checked_paths(&self, paths: &[String]) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS checked_paths(path TEXT PRIMARY KEY);
+                 DELETE FROM temp.checked_paths;",
+            )
+            .map_err(self.err())?;
+        let mut insert = self
+            .conn
+            .prepare_cached("INSERT OR IGNORE INTO temp.checked_paths(path) VALUES (?1)")
+            .map_err(self.err())?;
+        for path in paths {
+            insert.execute([path]).map_err(self.err())?;
+        }
+        Ok(())
     }
 
     /// Row counts per file id, for every file with rows.

@@ -5,6 +5,12 @@
 //! of the equivalent JSONL file: the header, then the entries by `seq`. The
 //! port replaces the whole content in one transaction per save, so a file
 //! that changed is read whole again.
+//!
+//! Images and media over 64 KiB are not in the entries' JSON: a block's
+//! `data` is `{"$piBlob":"sha256:<hex>",…}` and the bytes are a row of the
+//! same file's `pi_session_blobs(digest, byte_length, data)` (the port's
+//! `session_sqlite/attachments.rs`; JSONL sessions keep them in
+//! `<file>.blobs/` instead). `blob_len` and `blob` read them, read-only.
 
 use std::path::Path;
 
@@ -15,8 +21,10 @@ use rusqlite::{Connection, OpenFlags};
 pub enum PortSqliteError {
     #[error("not a pi_agent_rust session database (no pi_session_header / pi_session_entries)")]
     NotASession,
-    #[error("cannot read the SQLite file")]
+    #[error("cannot read or write the SQLite file")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("cannot put the written SQLite file in place")]
+    Write(#[source] std::io::Error),
 }
 
 /// The file name of the port's session index, which holds no session.
@@ -24,8 +32,7 @@ pub const SESSION_INDEX: &str = "session-index.sqlite";
 
 /// The session's lines: the header's JSON, then every entry's in `seq` order.
 pub fn read_port_session(path: &Path) -> Result<Vec<String>, PortSqliteError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)?;
+    let conn = open_read_only(path)?;
     let tables: i64 = conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table'
             AND name IN ('pi_session_header', 'pi_session_entries')",
@@ -52,4 +59,112 @@ pub fn read_port_session(path: &Path) -> Result<Vec<String>, PortSqliteError> {
         lines.push(row?);
     }
     Ok(lines)
+}
+
+/// The length of the attachment `sha256:<hex>` kept in the SQLite session
+/// at `path`, or `None` when the file, its `pi_session_blobs` table or the
+/// row is not there.
+pub fn blob_len(path: &Path, hex: &str) -> Option<u64> {
+    let conn = open_read_only(path).ok()?;
+    conn.query_row(
+        "SELECT length(data) FROM pi_session_blobs
+          WHERE digest = ?1 AND typeof(data) = 'blob' LIMIT 1",
+        [format!("sha256:{hex}")],
+        |row| row.get::<_, i64>(0),
+    )
+    .ok()
+    .and_then(|len| u64::try_from(len).ok())
+}
+
+/// The bytes of the attachment `sha256:<hex>` kept in the SQLite session at
+/// `path`, or `None` (see `blob_len`).
+pub fn blob(path: &Path, hex: &str) -> Option<Vec<u8>> {
+    let conn = open_read_only(path).ok()?;
+    conn.query_row(
+        "SELECT data FROM pi_session_blobs
+          WHERE digest = ?1 AND typeof(data) = 'blob' LIMIT 1",
+        [format!("sha256:{hex}")],
+        |row| row.get::<_, Vec<u8>>(0),
+    )
+    .ok()
+}
+
+fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(path, flags)
+}
+
+/// A session in pi_agent_rust's SQLite format, to be written by
+/// `write_port_session`.
+#[derive(Debug, Clone, Default)]
+pub struct PortSession {
+    /// The header's `id` (`pi_session_header.id`) and JSON.
+    pub id: String,
+    pub header: String,
+    /// Every entry's JSON, in order (`seq` 1, 2, …), attachments as
+    /// `$piBlob` references.
+    pub entries: Vec<String>,
+    /// The referenced attachments: `sha256:<hex>` and bytes.
+    pub blobs: Vec<(String, Vec<u8>)>,
+    /// `pi_session_meta`: `message_count` and `name` (the port writes
+    /// `name` only when the session has one).
+    pub message_count: u64,
+    pub name: Option<String>,
+}
+
+/// The port's tables (`session_sqlite.rs` `INIT_SQL`, and
+/// `session_sqlite/attachments.rs` `INIT_BLOBS` when there are attachments).
+const PORT_SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+CREATE TABLE IF NOT EXISTS pi_session_header (id TEXT PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pi_session_entries (seq INTEGER PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pi_session_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+const PORT_BLOBS: &str = "CREATE TABLE IF NOT EXISTS pi_session_blobs (digest TEXT PRIMARY KEY NOT NULL, byte_length INTEGER NOT NULL, data BLOB NOT NULL)";
+
+/// Writes `session` as a new pi_agent_rust SQLite session file at `path`
+/// (replacing what is there once it is complete: written beside it, then
+/// renamed over it).
+pub fn write_port_session(path: &Path, session: &PortSession) -> Result<(), PortSqliteError> {
+    let partial = path.with_extension("sqlite.partial");
+    let _ = std::fs::remove_file(&partial);
+    {
+        let mut conn = Connection::open(&partial)?;
+        conn.execute_batch(PORT_SCHEMA)?;
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO pi_session_header (id, json) VALUES (?1, ?2)",
+            [&session.id, &session.header],
+        )?;
+        for (seq, entry) in session.entries.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO pi_session_entries (seq, json) VALUES (?1, ?2)",
+                rusqlite::params![seq as i64 + 1, entry],
+            )?;
+        }
+        if !session.blobs.is_empty() {
+            tx.execute_batch(PORT_BLOBS)?;
+            for (digest, bytes) in &session.blobs {
+                tx.execute(
+                    "INSERT OR IGNORE INTO pi_session_blobs (digest, byte_length, data)
+                     VALUES (?1, ?2, ?3)",
+                    rusqlite::params![digest, bytes.len() as i64, bytes],
+                )?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO pi_session_meta (key, value) VALUES ('message_count', ?1)",
+            [session.message_count.to_string()],
+        )?;
+        if let Some(name) = &session.name {
+            tx.execute(
+                "INSERT INTO pi_session_meta (key, value) VALUES ('name', ?1)",
+                [name],
+            )?;
+        }
+        tx.commit()?;
+        // Closing the last connection checkpoints the WAL into the file.
+        conn.close().map_err(|(_, err)| err)?;
+    }
+    std::fs::rename(&partial, path).map_err(PortSqliteError::Write)?;
+    Ok(())
 }

@@ -376,7 +376,13 @@ impl Writer {
                                       JOIN subagent_artifacts a ON a.artifact_id = l.artifact_id
                                      WHERE l.run_rowid IS NOT a.run_rowid)",
             // Run → child session file: the path it recorded, else
-            // `<parent file without .jsonl>/<runId>/run-N/*.jsonl`.
+            // `<parent file without .jsonl>/<runId>/run-N/*.jsonl`
+            // (pi-subagents), else omp's `<id>.jsonl` in the parent's
+            // artifact folder: `<parent without .jsonl>/` for a session,
+            // the folder holding it for a subagent transcript whose nested
+            // runs' ids start with its own (`<stem>.<child>`; omp's
+            // subagents share their parent's artifact folder).
+            // `rtrim(path, <path without '/'>)` is the path's folder.
             "CREATE TEMP TABLE IF NOT EXISTS temp_run_links(run_rowid INTEGER PRIMARY KEY, child_file_id INTEGER)",
             "DELETE FROM temp_run_links",
             "INSERT INTO temp_run_links(run_rowid, child_file_id)
@@ -390,7 +396,21 @@ impl Writer {
                           AND c.path < substr(p.path, 1, length(p.path) - 6) || '/' || r.child_location || '0'
                          JOIN sessions cs ON cs.file_id = c.file_id
                         WHERE p.file_id = r.file_id AND p.path LIKE '%.jsonl' AND r.child_location IS NOT NULL
-                        ORDER BY c.path LIMIT 1))
+                        ORDER BY c.path LIMIT 1),
+                      (SELECT c.file_id
+                         FROM files p JOIN files c
+                           ON c.path = substr(p.path, 1, length(p.path) - 6) || '/' || r.child_location
+                         JOIN sessions cs ON cs.file_id = c.file_id
+                        WHERE p.file_id = r.file_id AND p.path LIKE '%.jsonl'
+                          AND r.child_location LIKE '%.jsonl'),
+                      (SELECT c.file_id
+                         FROM (SELECT path, rtrim(path, replace(path, '/', '')) AS dir
+                                 FROM files WHERE file_id = r.file_id AND path LIKE '%.jsonl') p
+                         JOIN files c ON c.path = p.dir || r.child_location
+                         JOIN sessions cs ON cs.file_id = c.file_id
+                        WHERE r.child_location LIKE '%.jsonl'
+                          AND substr(r.child_location, 1, length(p.path) - length(p.dir) - 5)
+                              = substr(p.path, length(p.dir) + 1, length(p.path) - length(p.dir) - 6) || '.'))
                FROM subagent_runs r",
             "UPDATE subagent_runs
                 SET child_file_id = (SELECT l.child_file_id FROM temp_run_links l

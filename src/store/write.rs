@@ -58,6 +58,7 @@ impl Writer {
         self.index_pending_messages()?;
         self.conn.execute_batch("COMMIT").map_err(self.err())?;
         crate::fault::reached(crate::fault::Point::Commit);
+        crate::fault::hold_if_asked("commit", || false);
         self.dispatch_fts(upto)
     }
 
@@ -428,6 +429,16 @@ impl Writer {
     /// header's `leafId` when it names an entry, `""` none; its
     /// `session.rs`).
     fn agent_facts(&self, file_id: i64, batch: &Batch) -> Result<()> {
+        // An entry only omp writes makes a session whose header looked
+        // like Pi's omp's (older omp headers have nothing of their own).
+        if batch.entries.iter().any(|entry| entry.omp_only) {
+            self.conn
+                .prepare_cached(
+                    "UPDATE sessions SET agent = 'omp' WHERE file_id = ?1 AND agent = 'pi'",
+                )
+                .and_then(|mut stmt| stmt.execute([file_id]))
+                .map_err(self.err())?;
+        }
         let short_summary = batch
             .entries
             .iter()

@@ -169,14 +169,74 @@ fn omp_usage_counts_model_usage_and_not_the_task_twice() {
         })
         .filter_map(|row| row["cost"].as_f64())
         .sum();
-    // The title call (model_usage, 0.00108) and both subagents' turns.
-    assert!((haiku - (0.00108 + 0.0042 + 0.001)).abs() < 1e-9, "{haiku}");
+    // The title call (model_usage, 0.00108) and both subagents' turns
+    // (explore's: 0.0042 and its task call 0.0007; grep's: 0.001).
+    assert!(
+        (haiku - (0.00108 + 0.0042 + 0.0007 + 0.001)).abs() < 1e-9,
+        "{haiku}"
+    );
     // `model_change.model` ("provider/id") split for --model and the tables.
     assert_eq!(
         env.count(
             "SELECT count(*) FROM model_changes WHERE provider = 'anthropic' AND model_id = 'claude-sonnet-4-5'"
         ),
         1
+    );
+}
+
+/// `subagents --json` lists the runs omp's task tool recorded
+/// (`details.results[]`, nested runs in a subagent's own transcript
+/// included), each with its usage as omp recorded it and linked to the
+/// parent session and to the transcript omp wrote for it
+/// (`<artifacts folder>/<id>.jsonl`; `runs` in omp-sessions.json, computed
+/// with omp's own rules). The transcripts keep their own usage rows, so the
+/// runs add nothing to `usage` (checked above).
+#[test]
+fn omp_subagent_runs_are_listed_and_linked_to_their_transcripts() {
+    let env = omp_env();
+    env.sync();
+    let opened = expected("omp-sessions.json");
+    let opened = opened.as_array().expect("array");
+    let id_of = |rel: &str| {
+        opened
+            .iter()
+            .find(|s| s["path"] == rel)
+            .map(|s| s["id"].clone())
+            .unwrap_or_else(|| panic!("{rel} not in omp-sessions.json"))
+    };
+    let ours = json(&env, &["subagents", "--json"]);
+    let ours = ours.as_array().expect("runs");
+    let mut want_runs = 0;
+    for session in opened {
+        for run in session["runs"].as_array().expect("runs") {
+            want_runs += 1;
+            let got = ours
+                .iter()
+                .find(|r| r["parent_session"] == session["id"] && r["task"] == run["task"])
+                .unwrap_or_else(|| panic!("run {} not listed: {ours:#?}", run["id"]));
+            assert_eq!(got["agent"], run["agent"], "{run}");
+            assert_eq!(got["exit"], run["exitCode"], "{run}");
+            assert_eq!(got["status"], "completed", "{run}");
+            assert_eq!(got["cost"], run["cost"], "{run}");
+            assert_eq!(got["tokens"], run["totalTokens"], "{run}");
+            assert_eq!(
+                got["duration_s"].as_f64(),
+                run["durationMs"].as_f64().map(|ms| ms / 1000.0),
+                "{run}"
+            );
+            let transcript = run["transcript"].as_str().expect("transcript");
+            assert_eq!(got["child_session"], id_of(transcript), "{run}");
+        }
+    }
+    assert_eq!(ours.len(), want_runs, "{ours:#?}");
+    assert_eq!(want_runs, 2, "the fixture has a run and a nested run");
+    // The link is re-derived from what the index holds: a second sync
+    // writes nothing, and a fresh sync agrees.
+    let again = env.sync();
+    assert_eq!(again["files_indexed"], 0, "{again}");
+    assert_eq!(
+        json(&env, &["subagents", "--json"]),
+        Value::Array(ours.clone())
     );
 }
 
@@ -374,6 +434,17 @@ fn port_sessions_and_show_follow_the_ports_reading() {
             &want["parentSession"],
             "{rel}"
         );
+        // The model and thinking level the port resumes with.
+        assert_eq!(
+            got.get("model").unwrap_or(&Value::Null),
+            &want["model"],
+            "{rel}"
+        );
+        assert_eq!(
+            got.get("thinkingLevel").unwrap_or(&Value::Null),
+            &want["thinkingLevel"],
+            "{rel}"
+        );
         if want["branch"].as_array().is_some_and(|b| !b.is_empty()) {
             let shown = json(&env, &["show", &path, "--json"]);
             let ids: Vec<&str> = shown
@@ -407,6 +478,130 @@ fn port_sessions_and_show_follow_the_ports_reading() {
         .filter_map(|row| row["cost"].as_f64())
         .sum();
     assert!((cost - 0.0466).abs() < 1e-9, "{cost}");
+}
+
+/// A session of an older omp (13.19.0, written by its own SessionManager:
+/// `fixtures/omp13/`), untitled, so its header has no field of omp's own:
+/// it is omp's by its snowflake session id and by its entries
+/// (`model_change.model`, `ttsr_injection`); and with a UUID for an id, as
+/// omp 14 to 17 give, by its entries alone. Listed, shown, counted and
+/// searched as omp 13 reads it (`expected/omp13.json`).
+#[test]
+fn older_omp_files_are_omps() {
+    let env = Env::new();
+    copy_tree(&fixtures().join("omp13/sessions"), &env.root);
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    let want = expected("omp13.json");
+    let listed = &want["listing"][0];
+    let ours = json(&env, &["sessions", "--json"]);
+    let got = &ours[0];
+    assert_eq!(ours.as_array().map(Vec::len), Some(1), "{ours}");
+    assert_eq!(got["agent"], "omp", "{got}");
+    assert_eq!(got["id"], listed["id"]);
+    assert_eq!(got["cwd"], listed["cwd"]);
+    assert_eq!(got.get("name").unwrap_or(&Value::Null), &listed["title"]);
+    assert_eq!(got["created"], listed["created"]);
+    assert_eq!(got["messageCount"], listed["messageCount"]);
+    assert_eq!(got["firstMessage"], listed["firstMessage"]);
+    let id = listed["id"].as_str().expect("id");
+    let shown = json(&env, &["show", id, "--json"]);
+    let ids: Vec<&Value> = shown
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| &e["id"])
+        .collect();
+    let branch: Vec<&Value> = want["open"]["branch"]
+        .as_array()
+        .expect("branch")
+        .iter()
+        .collect();
+    assert_eq!(ids, branch);
+    let usage = json(&env, &["usage", "--session", id, "--json"]);
+    let cost: f64 = usage
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|row| row["cost"].as_f64())
+        .sum();
+    let want_cost = want["open"]["usage"]["cost"].as_f64().expect("cost");
+    assert!((cost - want_cost).abs() < 1e-9, "{cost} != {want_cost}");
+    for word in ["wapitiquill", "gharialnote"] {
+        let hits = json(
+            &env,
+            &["search", word, "--agent", "omp", "--session", id, "--json"],
+        );
+        assert!(!hits.as_array().expect("hits").is_empty(), "{word}");
+    }
+
+    // The same file with a UUID for its session id (omp 14 and later):
+    // its header is Pi's to the letter; its entries are omp's.
+    let file = crate::util::jsonl_files(&env.root).remove(0);
+    let text = fs::read_to_string(&file).expect("read");
+    let uuid = "019d4d9c-8e00-7000-8000-0000000000aa";
+    fs::write(&file, text.replace(id, uuid)).expect("write");
+    let report = env.sync();
+    assert_eq!(report["files_indexed"], 1, "{report}");
+    let agents = env.sql("SELECT session_id, agent FROM sessions");
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_eq!(agents[0]["session_id"], uuid);
+    assert_eq!(agents[0]["agent"], "omp");
+    same_as_fresh(&env);
+}
+
+/// The port's `fallback*` header fields are what it resumes a branch
+/// with that has no model or thinking change of its own while another
+/// branch has one (`effective_model_for_current_path`,
+/// `effective_thinking_level_for_current_path` in its `session.rs`):
+/// `sessions --json` shows them as written and the model they give. Pi's
+/// and omp's rows have none of these fields.
+#[test]
+fn port_fallback_header_fields_give_the_model_of_a_branch_without_a_change() {
+    let env = port_env();
+    let dir = env.root.join("--home-u-work-rsdemo--");
+    // In the shape the port's serde structs write (see the generator):
+    // the leaf is on the branch without changes; the other branch has both.
+    let lines = [
+        r#"{"type":"session","version":3,"id":"f4f4f4f4-0000-4000-8000-000000000001","timestamp":"2026-11-22T08:00:00.000Z","cwd":"/home/u/work/rsdemo","provider":"anthropic","modelId":"claude-opus-4-1","thinkingLevel":"high","fallbackProvider":"openai","fallbackModelId":"gpt-5","fallbackThinkingLevel":"low","leafId":"f0000002"}"#,
+        r#"{"type":"message","id":"f0000001","timestamp":"2026-11-22T08:00:01.000Z","message":{"role":"user","content":"Which fallback, said the okapi?","timestamp":1795334401000}}"#,
+        r#"{"type":"message","id":"f0000002","parentId":"f0000001","timestamp":"2026-11-22T08:00:02.000Z","message":{"role":"user","content":"This branch has no change.","timestamp":1795334402000}}"#,
+        r#"{"type":"model_change","id":"f0000003","parentId":"f0000001","timestamp":"2026-11-22T08:00:03.000Z","provider":"anthropic","modelId":"claude-opus-4-1"}"#,
+        r#"{"type":"thinking_level_change","id":"f0000004","parentId":"f0000003","timestamp":"2026-11-22T08:00:04.000Z","thinkingLevel":"high"}"#,
+    ];
+    fs::write(
+        dir.join("2026-11-22T08-00-00.000Z_f4f4f4f4.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .expect("write");
+    env.sync();
+    let ours = json(&env, &["sessions", "--json"]);
+    let got = ours
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|s| s["id"] == "f4f4f4f4-0000-4000-8000-000000000001")
+        })
+        .expect("listed");
+    assert_eq!(
+        got["model"],
+        serde_json::json!({"provider": "openai", "id": "gpt-5"})
+    );
+    assert_eq!(got["thinkingLevel"], "low");
+    assert_eq!(got["fallbackProvider"], "openai");
+    assert_eq!(got["fallbackModelId"], "gpt-5");
+    assert_eq!(got["fallbackThinkingLevel"], "low");
+
+    let env = omp_env();
+    env.sync();
+    for row in json(&env, &["sessions", "--json"])
+        .as_array()
+        .expect("rows")
+    {
+        for key in ["model", "thinkingLevel", "fallbackProvider"] {
+            assert!(row.get(key).is_none(), "{row}");
+        }
+    }
 }
 
 /// One root with all three agents' files: nothing skipped, `--agent` keeps
@@ -820,9 +1015,80 @@ fn omp_full_tool_output_is_searched_with_its_tool_result() {
     same_as_fresh(&env);
 }
 
-const OMP_BLOB: &str = "73f66894d05ef479d1019497f3fb035c79e7460bad36e960feefc2a2ebaa3ea9";
-const PORT_BLOB: &str = "d14a6fe09e3f9b0fb0ea6784ce054690a3088f45b4a266c1b5406a6cd3bf4785";
+/// A file a session names outside itself but that is not there (omp's
+/// `<N>.<tool>.log` full output, an image in omp's blob store or the
+/// port's `.blobs/` folder) is a warning of the sync that reads the
+/// session, in `sync --json`'s `warnings`: the file and line, what is
+/// missing, what to do. Never a failure, a skipped file or a changed exit
+/// code; a sync that reads nothing new says nothing again, and a `.log`
+/// that goes later is noticed by the sync that sees it go.
+#[test]
+fn missing_blobs_and_full_outputs_are_sync_warnings() {
+    // omp's sessions without omp's blob store beside them.
+    let env = omp_env();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--root", &root, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{report}");
+    let beta = "01a1f867-4198-7ac9-bc4e-c9c7c5896ef1.jsonl:5: image sha256 ";
+    assert!(
+        warnings[0].contains(beta)
+            && warnings[0].contains(OMP_BLOB)
+            && warnings[0].contains("missing from omp's blob store")
+            && warnings[0].contains("copy omp's blobs/ folder back"),
+        "{report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(beta),
+        "printed as a warning"
+    );
+    let again = env.sync();
+    assert_eq!(again["warnings"], serde_json::json!([]), "{again}");
 
+    // The full output goes: the sync that sees it go says so.
+    fs::remove_file(alpha_output(&env)).expect("remove log");
+    let gone = env.sync();
+    let warnings = gone["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{gone}");
+    let text = warnings[0].as_str().expect("text");
+    assert!(
+        text.contains("66515f90587b.jsonl:8: ")
+            && text.contains("artifact://0")
+            && text.contains("put the file back and run `piidx sync`"),
+        "{gone}"
+    );
+
+    // The port: a `$piBlob` whose `.blobs/` folder is gone.
+    let env = port_env();
+    let blobs = env
+        .root
+        .join("--home-u-work-rsdemo--/2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl.blobs");
+    fs::remove_dir_all(&blobs).expect("remove .blobs");
+    let report = env.sync();
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    let text = warnings[0].as_str().expect("text");
+    assert!(
+        text.contains("a1b2c3d4.jsonl:")
+            && text.contains("missing from the session's .blobs/ folder"),
+        "{report}"
+    );
+}
+
+const OMP_BLOB: &str = "73f66894d05ef479d1019497f3fb035c79e7460bad36e960feefc2a2ebaa3ea9";
 /// An omp tree with its blob store where omp keeps it: `sessions/`'s
 /// sibling `blobs/`.
 fn omp_env_with_blobs() -> (Env, std::path::PathBuf) {
@@ -908,6 +1174,267 @@ fn images_outside_the_jsonl_are_shown_from_their_store() {
     );
 }
 
+/// A pi_agent_rust SQLite session keeps an image over 64 KiB as a row of
+/// its own `pi_session_blobs(digest, byte_length, data)` table, the entry
+/// naming it `{"$piBlob":"sha256:<hex>",…}` (the port's
+/// `session_sqlite/attachments.rs`; not a `.blobs/` folder, which only its
+/// JSONL sessions have): `show` finds it there, `sync` and `doctor` say
+/// nothing is missing; without the row, `sync` warns.
+#[test]
+fn port_sqlite_images_are_read_from_their_database() {
+    let env = port_env();
+    let dir = env.root.join("--home-u-work-rsdemo--");
+    let path = port_sqlite_with_image(&dir);
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
+    let text = show(&env, &["show", "7c7c7c7c"]);
+    let want = format!(
+        "[image image/png 64 KB, sha256 d14a6fe09e3f… in the session database's pi_session_blobs table: {}]",
+        path.display()
+    );
+    assert!(text.contains(&want), "{text}");
+    let doctor = json(&env, &["doctor", "--json"]);
+    assert_eq!(
+        doctor["findings"]["missing_outside"],
+        serde_json::json!([]),
+        "{doctor}"
+    );
+
+    // Without the row (a save the port would never make): a warning.
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute("DELETE FROM pi_session_blobs", [])
+            .expect("delete");
+        conn.execute(
+            "UPDATE pi_session_entries SET json = replace(json, 'tamarin', 'tamarins')",
+            [],
+        )
+        .expect("touch");
+    }
+    let report = env.sync();
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    assert!(
+        warnings[0].as_str().is_some_and(|w| w
+            .contains("missing from the session database's pi_session_blobs table")
+            && w.contains("7c7c7c7c.sqlite:")),
+        "{report}"
+    );
+}
+
+const PORT_BLOB: &str = "d14a6fe09e3f9b0fb0ea6784ce054690a3088f45b4a266c1b5406a6cd3bf4785";
+
+/// A pi_agent_rust session read as the port reads it: the header, the
+/// entries with every `$piBlob` attachment put back as base64 in its
+/// `encoding` (from the database's `pi_session_blobs` for a `.sqlite`,
+/// `session_sqlite/attachments.rs` `decode_entry`; from `<file>.blobs/`
+/// for a JSONL, `session/attachments.rs`), and for a SQLite session its
+/// `pi_session_meta` rows.
+fn port_reading(path: &Path) -> (Value, Vec<Value>, Vec<(String, String)>) {
+    use base64::Engine;
+    let sqlite = path.extension().is_some_and(|ext| ext == "sqlite");
+    let (header, entries, meta, conn) = if sqlite {
+        let conn =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let header: String = conn
+            .query_row("SELECT json FROM pi_session_header", [], |r| r.get(0))
+            .expect("header");
+        let entries: Vec<String> = conn
+            .prepare("SELECT json FROM pi_session_entries ORDER BY seq")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .expect("entries");
+        let meta: Vec<(String, String)> = conn
+            .prepare("SELECT key, value FROM pi_session_meta ORDER BY key")
+            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .expect("meta");
+        (header, entries, meta, Some(conn))
+    } else {
+        let text = fs::read_to_string(path).expect("read");
+        let mut lines = text.lines().map(str::to_owned);
+        let header = lines.next().expect("header");
+        (header, lines.collect(), Vec::new(), None)
+    };
+    let header: Value = serde_json::from_str(&header).expect("header JSON");
+    let entries = entries
+        .iter()
+        .map(|line| {
+            let mut entry: Value = serde_json::from_str(line).expect("entry JSON");
+            if let Some(Value::Array(blocks)) = entry.pointer_mut("/message/content") {
+                for block in blocks {
+                    let Some(reference) = block.get("data").filter(|d| d.is_object()).cloned()
+                    else {
+                        continue;
+                    };
+                    let digest = reference["$piBlob"].as_str().expect("digest").to_owned();
+                    let bytes: Vec<u8> = match &conn {
+                        Some(conn) => conn
+                            .query_row(
+                                "SELECT data FROM pi_session_blobs WHERE digest = ?1",
+                                [&digest],
+                                |r| r.get(0),
+                            )
+                            .expect("blob row"),
+                        None => {
+                            let mut folder = path.as_os_str().to_owned();
+                            folder.push(".blobs");
+                            fs::read(
+                                std::path::PathBuf::from(folder)
+                                    .join(digest.trim_start_matches("sha256:")),
+                            )
+                            .expect("blob file")
+                        }
+                    };
+                    let text = if reference["encoding"] == "base64NoPad" {
+                        base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bytes)
+                    } else {
+                        base64::engine::general_purpose::STANDARD.encode(&bytes)
+                    };
+                    block["data"] = Value::String(text);
+                }
+            }
+            entry
+        })
+        .collect();
+    (header, entries, meta)
+}
+
+/// `export` writes a pi_agent_rust session back in the port's own
+/// formats: to a path ending in `.sqlite`, a SQLite session (the port's
+/// tables, attachments as `pi_session_blobs` rows, `pi_session_meta` as the
+/// port computes it); else JSONL, a SQLite session's attachments put back
+/// inline. Each reads back, the port's way, JSON-equal to its source.
+#[test]
+fn export_writes_the_ports_own_formats_back() {
+    let env = port_env();
+    let dir = env.root.join("--home-u-work-rsdemo--");
+    let with_image = port_sqlite_with_image(&dir);
+    env.sync();
+    let out = env.dir.path().join("out");
+    fs::create_dir_all(&out).expect("mkdir");
+    let sources = [
+        dir.join("2026-11-21T10-00-00.000Z_5a5a5a5a.sqlite"),
+        with_image,
+        dir.join("2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl"),
+    ];
+    for (n, source) in sources.iter().enumerate() {
+        let (header, entries, meta) = port_reading(source);
+        let source_arg = source.to_string_lossy().into_owned();
+        for target in [format!("{n}.sqlite"), format!("{n}.jsonl")] {
+            let target = out.join(target);
+            let run = env.run(&["export", &source_arg, "-o", &target.to_string_lossy()]);
+            assert!(
+                run.status.success(),
+                "{}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            let (got_header, got_entries, got_meta) = port_reading(&target);
+            assert_eq!(got_header, header, "{}", target.display());
+            assert_eq!(got_entries, entries, "{}", target.display());
+            if source.extension().is_some_and(|ext| ext == "sqlite")
+                && target.extension().is_some_and(|ext| ext == "sqlite")
+            {
+                assert_eq!(got_meta, meta, "{}", target.display());
+            }
+        }
+        // Standard output has no `.blobs/` beside it: a SQLite session's
+        // attachments come inline (a JSONL session's stay beside it).
+        let run = env.run(&["export", &source_arg]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let printed = if source.extension().is_some_and(|ext| ext == "sqlite") {
+            out.join(format!("{n}-stdout.jsonl"))
+        } else {
+            source.clone()
+        };
+        if printed != *source {
+            fs::write(&printed, &run.stdout).expect("write");
+            assert!(!String::from_utf8_lossy(&run.stdout).contains("$piBlob"));
+        } else {
+            assert_eq!(run.stdout, fs::read(source).expect("read"));
+        }
+        let (got_header, got_entries, _) = port_reading(&printed);
+        assert_eq!(got_header, header);
+        assert_eq!(got_entries, entries);
+    }
+    // A JSONL session with a `.blobs/` image, as the port's SQLite: the
+    // bytes are a row of the new file (the reading above found them).
+    // The written file is indexed as the port's own.
+    fs::copy(
+        out.join("2.sqlite"),
+        dir.join("2026-11-24T08-00-00.000Z_a1b2c3d4.sqlite"),
+    )
+    .expect("copy");
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
+
+    // Only the port has a SQLite format.
+    let omp = omp_env();
+    omp.sync();
+    let target = omp.dir.path().join("x.sqlite");
+    let run = omp.run(&["export", "01a1f867", "-o", &target.to_string_lossy()]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("only pi_agent_rust sessions"));
+}
+
+/// A pi_agent_rust SQLite session with a `$piBlob` image in `dir`, its
+/// bytes (the demo's blob) a row of its `pi_session_blobs` table: the
+/// port's `INIT_SQL` and `INIT_BLOBS`, and rows as it writes them.
+fn port_sqlite_with_image(dir: &Path) -> std::path::PathBuf {
+    let bytes = fs::read(
+        dir.join("2026-11-20T09-00-00.123Z_a1b2c3d4.jsonl.blobs")
+            .join(PORT_BLOB),
+    )
+    .expect("blob");
+    let path = dir.join("2026-11-23T08-00-00.000Z_7c7c7c7c.sqlite");
+    {
+        // The port's INIT_SQL and INIT_BLOBS, and rows as it writes them.
+        let conn = rusqlite::Connection::open(&path).expect("create");
+        conn.execute_batch(
+            "CREATE TABLE pi_session_header (id TEXT PRIMARY KEY, json TEXT NOT NULL);
+             CREATE TABLE pi_session_entries (seq INTEGER PRIMARY KEY, json TEXT NOT NULL);
+             CREATE TABLE pi_session_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE pi_session_blobs (digest TEXT PRIMARY KEY NOT NULL,
+                 byte_length INTEGER NOT NULL, data BLOB NOT NULL);",
+        )
+        .expect("schema");
+        let id = "7c7c7c7c-1d1d-4e2e-8f3f-404040404040";
+        let header = format!(
+            r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-11-23T08:00:00.000Z","cwd":"/home/u/work/rsdemo"}}"#
+        );
+        let image = format!(
+            r#"{{"type":"message","id":"i0000001","timestamp":"2026-11-23T08:00:01.000Z","message":{{"role":"user","content":[{{"type":"text","text":"What does this tamarin plot say?"}},{{"type":"image","data":{{"$piBlob":"sha256:{PORT_BLOB}","sizeBytes":{},"encoding":"base64"}},"mimeType":"image/png"}}],"timestamp":1795420801000}}}}"#,
+            bytes.len()
+        );
+        conn.execute(
+            "INSERT INTO pi_session_header (id, json) VALUES (?1, ?2)",
+            [id, header.as_str()],
+        )
+        .expect("header");
+        conn.execute(
+            "INSERT INTO pi_session_entries (seq, json) VALUES (1, ?1)",
+            [image.as_str()],
+        )
+        .expect("entry");
+        conn.execute(
+            "INSERT INTO pi_session_blobs (digest, byte_length, data) VALUES (?1, ?2, ?3)",
+            rusqlite::params![format!("sha256:{PORT_BLOB}"), bytes.len() as i64, bytes],
+        )
+        .expect("blob row");
+        conn.execute(
+            "INSERT INTO pi_session_meta (key, value) VALUES ('message_count', '1')",
+            [],
+        )
+        .expect("meta");
+    }
+    path
+}
+
 /// `serve` shows an image kept outside the JSONL and its image route
 /// returns the blob's bytes with their type; a blob that is missing, or
 /// that the session does not name, is a 404.
@@ -991,5 +1518,393 @@ fn dechunked(head: &str, body: Vec<u8>) -> Vec<u8> {
         }
         out.extend_from_slice(&rest[end + 2..end + 2 + size]);
         rest = &rest[end + 2 + size + 2..];
+    }
+}
+
+/// The roles oh-my-pi and the port add are shown with their content, and
+/// the entries that give no message are the same notes in `show` and on
+/// the web page (one typed transcript under both).
+#[test]
+fn other_agents_roles_and_notes_are_shown_alike_in_show_and_serve() {
+    let env = omp_env();
+    env.sync();
+    let session = "01a1f82f-1e80-765c";
+    let text = show(&env, &["show", session]);
+    for want in [
+        "── developer ·",
+        "Developer note: keep the gecko flag on.",
+        "── file mention ·",
+        "@src/cfg.ts",
+        "export const marmosetLevel = 3;",
+        "── python ·",
+        ">>> print('ibisloop')",
+        "· e916e2a8 title = Alpha flamingo rename",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    let served = crate::serve::Served::start(&env, &[]);
+    let (status, _, page) = served.get(&format!("/s/{session}"), &[]);
+    assert_eq!(status, 200);
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains("<span class=\"ty\">title_change</span> title = Alpha flamingo rename"),
+        "{page}"
+    );
+    assert!(page.contains("marmosetLevel"), "{page}");
+    // The same notes, in the same order.
+    let on_page: Vec<&str> = page
+        .split("<div class=\"note\" id=\"e-")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    let in_show: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("· "))
+        .filter_map(|rest| rest.split(' ').next())
+        .collect();
+    assert!(!in_show.is_empty());
+    assert_eq!(on_page, in_show);
+    drop(served);
+
+    let env = port_env();
+    env.sync();
+    let text = show(&env, &["show", "a1b2c3d4", "--all"]);
+    for want in [
+        "── branch summary ·",
+        "Branch summary: tried the tapir path.",
+        "── compaction summary (4200 tokens before) ·",
+        "Compacted: margay notes.",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+}
+
+/// Strings that are not prose by design (docs/search.md): discriminators,
+/// enums, times, identifiers, signatures, payloads and blob references.
+/// Written here from the docs, not taken from piidx.
+fn is_noise(key: &str, text: &str) -> bool {
+    const KEYS: &[&str] = &[
+        "type",
+        "role",
+        "id",
+        "timestamp",
+        "api",
+        "provider",
+        "model",
+        "responseModel",
+        "stopReason",
+        "rawStopReason",
+        "thinkingLevel",
+        "providerThinkingLevel",
+        "mimeType",
+        "customType",
+        "toolName",
+        "status",
+        "agentSource",
+        "mode",
+        "encoding",
+        "hash",
+        "signature",
+        "$piBlob",
+        "attribution",
+    ];
+    let payload = text.len() >= 256
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'));
+    KEYS.contains(&key)
+        || key.ends_with("Id")
+        || key.ends_with("_id")
+        || key.ends_with("Signature")
+        || payload
+        || text.starts_with("blob:sha256:")
+}
+
+/// Every non-noise string below `value`, with the key that holds it.
+fn strings<'a>(value: &'a Value, key: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
+    match value {
+        Value::String(text) if !is_noise(key, text) => out.push((key, text)),
+        Value::Array(items) => items.iter().for_each(|item| strings(item, key, out)),
+        Value::Object(map) => {
+            let tool_call = map.get("type").and_then(Value::as_str) == Some("toolCall");
+            for (child, item) in map {
+                if !(tool_call && child == "name") {
+                    strings(item, child, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The entries of a session file as its agent wrote them (a port SQLite
+/// session's rows included), with its session id.
+fn fixture_entries(path: &Path) -> (String, Vec<Value>) {
+    let lines: Vec<String> = if path.extension().is_some_and(|ext| ext == "sqlite") {
+        let conn =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let header: String = conn
+            .query_row("SELECT json FROM pi_session_header", [], |r| r.get(0))
+            .expect("header");
+        let mut lines = vec![header];
+        let entries: Vec<String> = conn
+            .prepare("SELECT json FROM pi_session_entries ORDER BY seq")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .expect("entries");
+        lines.extend(entries);
+        lines
+    } else {
+        fs::read_to_string(path)
+            .expect("read")
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let objects: Vec<Value> = lines
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|object: &Value| object["type"] != "title")
+        .collect();
+    let id = objects[0]["id"].as_str().expect("session id").to_owned();
+    (id, objects.into_iter().skip(1).collect())
+}
+
+/// The end-to-end check of issue 35: one root holding all three agents'
+/// files (Pi's, omp 18's and 13's, the port's JSONL and SQLite sessions)
+/// syncs with no file skipped and no parse error; every string of every
+/// omp and port fixture is found in its own session (the longest word of
+/// each, searched with `--session`); `sessions`, `show`, `usage`,
+/// `subagents` and `export` agree with each agent's own reading (the
+/// expected files, computed by omp's code and by the port's rules).
+/// `--nocapture` prints the found-in-own-session table per agent and kind
+/// of field.
+#[test]
+fn every_agent_in_one_tree_end_to_end() {
+    let env = Env::new();
+    for tree in [
+        "omp/sessions",
+        "omp13/sessions",
+        "pi_agent_rust",
+        "sessions",
+    ] {
+        copy_tree(&fixtures().join(tree), &env.root);
+    }
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["skipped"], serde_json::json!([]), "{report}");
+    assert_eq!(report["parse_errors"], 0, "{report}");
+    assert_eq!(report["unreadable"], serde_json::json!([]), "{report}");
+    // omp's blob store is not in this root: its one image is a recorded
+    // warning, nothing else is.
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{report}");
+    assert!(warnings[0].as_str().is_some_and(|w| w.contains(OMP_BLOB)));
+
+    // Every string of every omp and port fixture, in its own session.
+    let mut table: std::collections::BTreeMap<(String, String), (usize, usize)> =
+        Default::default();
+    let mut missing = Vec::new();
+    let mut searched = std::collections::HashSet::new();
+    for (agent, tree) in [
+        ("omp", "omp/sessions"),
+        ("omp", "omp13/sessions"),
+        ("pi_agent_rust", "pi_agent_rust"),
+    ] {
+        let files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(fixtures().join(tree))
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(|entry| entry.into_path())
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|ext| ext == "jsonl" || ext == "sqlite")
+            })
+            .collect();
+        for file in files {
+            let (session, entries) = fixture_entries(&file);
+            for entry in &entries {
+                let mut found = Vec::new();
+                strings(entry, "", &mut found);
+                let kind_of_entry = match entry["message"]["role"].as_str() {
+                    Some(role) => format!("message {role}"),
+                    None => entry["type"].as_str().unwrap_or("?").to_owned(),
+                };
+                for (key, text) in found {
+                    let word = text
+                        .split(|c: char| !c.is_alphanumeric())
+                        .max_by_key(|w| w.chars().count())
+                        .unwrap_or("");
+                    if word.chars().count() < 3 {
+                        continue;
+                    }
+                    let row = table
+                        .entry((agent.to_owned(), format!("{kind_of_entry} · {key}")))
+                        .or_default();
+                    row.1 += 1;
+                    let query = format!("\"{word}\"");
+                    if !searched.insert((query.clone(), session.clone())) {
+                        row.0 += 1;
+                        continue;
+                    }
+                    let hits = json(&env, &["search", &query, "--session", &session, "--json"]);
+                    if hits.as_array().is_some_and(|h| !h.is_empty()) {
+                        row.0 += 1;
+                    } else {
+                        missing.push(format!("{word} ({kind_of_entry} · {key}) in {session}"));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("| agent | kind of field | found in own session |\n|---|---|---|");
+    for ((agent, kind), (found, total)) in &table {
+        eprintln!("| {agent} | {kind} | {found}/{total} |");
+    }
+    assert!(
+        missing.is_empty(),
+        "not found in their own session: {missing:#?}"
+    );
+
+    // sessions: each agent's own list.
+    let ours = json(&env, &["sessions", "--all", "--json"]);
+    let ours = ours.as_array().expect("sessions");
+    let row = |rel: &str| {
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        ours.iter()
+            .find(|s| s["path"] == path.as_str())
+            .unwrap_or_else(|| panic!("{rel} not listed"))
+            .clone()
+    };
+    for want in expected("omp-listing.json").as_array().expect("omp") {
+        let got = row(want["path"].as_str().expect("path"));
+        assert_eq!(got["agent"], "omp");
+        assert_eq!(got.get("name").unwrap_or(&Value::Null), &want["title"]);
+        assert_eq!(got["firstMessage"], want["firstMessage"]);
+    }
+    let omp13 = expected("omp13.json");
+    let got = row(omp13["listing"][0]["path"].as_str().expect("path"));
+    assert_eq!(got["agent"], "omp");
+    assert_eq!(got["messageCount"], omp13["listing"][0]["messageCount"]);
+    for want in expected("pi-agent-rust.json").as_array().expect("port") {
+        let Some(rel) = want["path"].as_str() else {
+            continue;
+        };
+        let got = row(rel);
+        assert_eq!(got["agent"], "pi_agent_rust");
+        assert_eq!(got.get("name").unwrap_or(&Value::Null), &want["name"]);
+        assert_eq!(got["messageCount"], want["messageCount"]);
+        assert_eq!(got.get("model").unwrap_or(&Value::Null), &want["model"]);
+    }
+    for want in expected("listall-sessions.json").as_array().expect("pi") {
+        let path = want["path"].as_str().expect("path");
+        let rel = path
+            .strip_prefix("/tmp/pi-fixture-root/")
+            .expect("fake root");
+        let got = row(rel);
+        assert_eq!(got["agent"], "pi", "{rel}");
+        assert_eq!(got["messageCount"], want["messageCount"], "{rel}");
+        assert_eq!(got.get("name"), want.get("name"), "{rel}");
+    }
+
+    // show: the branch each agent resumes.
+    let mut branches: Vec<(String, Value)> = expected("omp-sessions.json")
+        .as_array()
+        .expect("omp")
+        .iter()
+        .map(|s| {
+            (
+                s["path"].as_str().expect("path").to_owned(),
+                s["branch"].clone(),
+            )
+        })
+        .collect();
+    branches.push((
+        omp13["open"]["path"].as_str().expect("path").to_owned(),
+        omp13["open"]["branch"].clone(),
+    ));
+    for want in expected("pi-agent-rust.json").as_array().expect("port") {
+        if let Some(rel) = want["path"].as_str()
+            && want["branch"].as_array().is_some_and(|b| !b.is_empty())
+        {
+            branches.push((rel.to_owned(), want["branch"].clone()));
+        }
+    }
+    for (rel, branch) in branches {
+        let path = env.root.join(&rel).to_string_lossy().into_owned();
+        let shown = json(&env, &["show", &path, "--json"]);
+        let ids: Vec<Value> = shown
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| e["id"].clone())
+            .collect();
+        assert_eq!(Value::Array(ids), branch, "{rel}");
+    }
+
+    // usage: omp's statistics without the task's aggregate; the port's
+    // assistant costs.
+    let by_session = json(&env, &["usage", "--by", "session", "--json"]);
+    let cost_of = |id: &str| -> f64 {
+        by_session
+            .as_array()
+            .expect("rows")
+            .iter()
+            .filter(|row| row["key"] == id)
+            .filter_map(|row| row["cost"].as_f64())
+            .sum()
+    };
+    for session in expected("omp-sessions.json").as_array().expect("omp") {
+        let own = session["header"]["parentSession"].is_null()
+            || session["path"].as_str().is_some_and(|p| p.contains("/0-"));
+        if own {
+            let want = session["usage"]["cost"].as_f64().expect("cost")
+                - session["taskUsage"]["cost"].as_f64().expect("task");
+            let got = cost_of(session["id"].as_str().expect("id"));
+            assert!(
+                (got - want).abs() < 1e-9,
+                "{}: {got} != {want}",
+                session["id"]
+            );
+        }
+    }
+    let want = omp13["open"]["usage"]["cost"].as_f64().expect("cost");
+    let got = cost_of(omp13["open"]["id"].as_str().expect("id"));
+    assert!((got - want).abs() < 1e-9, "omp 13: {got} != {want}");
+    for want in expected("pi-agent-rust.json").as_array().expect("port") {
+        if let (Some(id), Some(cost)) = (want["id"].as_str(), want["cost"].as_f64())
+            && want["parentSession"].is_null()
+        {
+            let got = cost_of(id);
+            assert!((got - cost).abs() < 1e-9, "{id}: {got} != {cost}");
+        }
+    }
+
+    // subagents: omp's runs, linked to their transcripts.
+    let runs = json(&env, &["subagents", "--json"]);
+    let runs: Vec<&Value> = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| {
+            r["parent_session"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("01a1f82f"))
+        })
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r["child_session"].is_string()),
+        "{runs:?}"
+    );
+
+    // export: every JSONL file back byte for byte.
+    for file in crate::util::jsonl_files(&env.root) {
+        let path = file.to_string_lossy().into_owned();
+        let out = env.run(&["export", &path]);
+        assert!(out.status.success(), "{path}");
+        assert!(
+            out.stdout == fs::read(&file).expect("read"),
+            "{path}: export differs"
+        );
     }
 }

@@ -39,19 +39,24 @@ fn fresh_dump(env: &Env) -> Vec<String> {
 fn sigkill_at_any_point_then_resume_equals_fresh_sync() {
     let env = big_env();
     let expected = fresh_dump(&env);
-    for delay_ms in [20, 80, 200, 450] {
-        let mut child = spawn_sync(&env, &[]);
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL on Unix
-        let _ = child.wait();
-        if env.db.exists() {
-            let conn = rusqlite::Connection::open(&env.db).expect("open after crash");
-            piidx::store::register_functions(&conn).expect("sql functions");
-            let check: String = conn
-                .query_row("PRAGMA quick_check", [], |row| row.get(0))
-                .expect("quick_check");
-            assert_eq!(check, "ok", "database damaged after kill at {delay_ms} ms");
-        }
+    // Each run dies at a crash point it is sure to reach (small batches
+    // give every run many commits) and the next resumes from what it left:
+    // inside a batch, after a commit, inside a shard's transaction.
+    for kill_at in [
+        "batch:2", "commit:1", "shard:1", "commit:4", "batch:9", "shard:3",
+    ] {
+        let out = sync_killed_at(&env, kill_at, 64 << 10);
+        assert!(
+            was_killed(&out),
+            "the sync was not killed at {kill_at}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let conn = rusqlite::Connection::open(&env.db).expect("open after crash");
+        piidx::store::register_functions(&conn).expect("sql functions");
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .expect("quick_check");
+        assert_eq!(check, "ok", "database damaged after a kill at {kill_at}");
     }
     env.sync();
     fts_integrity(&env.db);
@@ -61,27 +66,55 @@ fn sigkill_at_any_point_then_resume_equals_fresh_sync() {
     );
 }
 
+/// A sync held right after its first commit, with the lock taken
+/// (`PIIDX_TEST_HOLD=commit`), until the test creates `<dir>/release`.
+struct HeldSync {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl HeldSync {
+    fn start(env: &Env, extra: &[&str]) -> HeldSync {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let child = env
+            .command(&["sync", "--quiet", "--root"])
+            .arg(&env.root)
+            .args(extra)
+            .env("PIIDX_TEST_HOLD", "commit")
+            .env("PIIDX_TEST_HOLD_DIR", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sync");
+        let started = Instant::now();
+        while !dir.path().join("held").exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "the sync never reached its first commit"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        HeldSync { child, dir }
+    }
+
+    fn release(mut self) -> std::process::ExitStatus {
+        std::fs::write(self.dir.path().join("release"), "").expect("release the sync");
+        self.child.wait().expect("wait for the held sync")
+    }
+}
+
 #[test]
 fn a_second_sync_waits_then_gives_up_with_exit_code_3() {
     let env = big_env();
-    let mut first = spawn_sync(&env, &[]);
-    // Wait until the first sync holds the lock (its database exists).
-    let started = Instant::now();
-    while !env.db.exists() && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let first = HeldSync::start(&env, &[]);
+    // The first sync holds the lock until released: the second cannot wait.
     let second = spawn_sync(&env, &["--wait", "0"])
         .wait_with_output()
         .expect("second");
-    let first_status = first.wait().expect("first");
-    assert!(matches!(first_status.code(), Some(0) | Some(1)));
-    if second.status.code() == Some(3) {
-        let message = String::from_utf8_lossy(&second.stderr);
-        assert!(message.contains("another `piidx sync`"), "{message}");
-    } else {
-        // The first finished before the second looked: it must have found nothing to do.
-        assert!(matches!(second.status.code(), Some(0) | Some(1)));
-    }
+    assert_eq!(second.status.code(), Some(3));
+    let message = String::from_utf8_lossy(&second.stderr);
+    assert!(message.contains("another `piidx sync`"), "{message}");
+    assert!(matches!(first.release().code(), Some(0) | Some(1)));
     // A waiting sync (default --wait) succeeds once the lock is free.
     let mut third = spawn_sync(&env, &[]);
     let mut fourth = spawn_sync(&env, &[]);
@@ -100,22 +133,25 @@ fn a_second_sync_waits_then_gives_up_with_exit_code_3() {
 fn readers_keep_working_during_a_sync() {
     let env = big_env();
     env.sync();
-    // Force a full re-read so the writer is busy for a while.
-    let mut writer = spawn_sync(&env, &["--full"]);
-    let mut queries = 0;
-    loop {
-        let out = env.run(&["sql", "SELECT count(*) FROM entries"]);
+    // A full re-read, held inside its run (lock taken, one batch committed,
+    // the rest to come): readers are served meanwhile, from committed data.
+    let writer = HeldSync::start(&env, &["--full"]);
+    for question in [
+        vec!["sql", "SELECT count(*) FROM entries"],
+        vec!["sessions", "--json"],
+        vec!["search", "the", "--json"],
+    ] {
+        let out = env.run(&question);
         assert!(
             out.status.success(),
-            "reader failed during sync: {}",
+            "{question:?} failed during a sync: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        queries += 1;
-        if writer.try_wait().expect("poll writer").is_some() {
-            break;
-        }
+        assert!(!out.stdout.is_empty(), "{question:?} answered nothing");
     }
-    assert!(queries > 0);
+    assert!(env.count("SELECT count(*) FROM entries") > 0);
+    assert!(matches!(writer.release().code(), Some(0) | Some(1)));
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
 }
 
 /// `piidx sync --root <root>` with a crash point set (see `src/fault.rs`):

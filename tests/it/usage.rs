@@ -492,6 +492,34 @@ fn table_has_total_row_and_chart_only_on_request() {
     assert!(text.lines().last().unwrap_or("").starts_with("TOTAL"));
     // stdout is a pipe here: no bars.
     assert!(!text.contains('█'));
+    // On a terminal (`script`'s pseudo-terminal) a time grouping gets its
+    // bars, unless --no-chart; a grouping that is not time never does.
+    let on_terminal = |args: &str| {
+        let inner = format!(
+            "{} --db {} usage {args} --tz UTC",
+            env!("CARGO_BIN_EXE_piidx"),
+            env.db.display()
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &inner, "/dev/null"])
+            .env("PIIDX_PAGER", "cat")
+            .env("TERM", "xterm")
+            .env("COLUMNS", "120")
+            .env_remove("NO_COLOR")
+            .output()
+            .expect("run script(1)");
+        assert!(out.status.success(), "{inner}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let charted = on_terminal("--by day");
+    let bars: Vec<&str> = charted.lines().filter(|l| l.contains('█')).collect();
+    assert!(!bars.is_empty(), "no bars on a terminal: {charted}");
+    assert!(
+        bars.iter().all(|l| !l.contains("TOTAL")),
+        "the total row has no bar: {charted}"
+    );
+    assert!(!on_terminal("--by day --no-chart").contains('█'));
+    assert!(!on_terminal("--by provider").contains('█'));
     let csv = env.run(&["usage", "--by", "provider", "--csv"]);
     let csv = String::from_utf8_lossy(&csv.stdout);
     assert!(csv.starts_with("key,records,input_tokens,"));

@@ -61,6 +61,7 @@ pub fn list(
                     short_id: String::new(),
                     // The team store does not record agents yet.
                     agent: crate::normalize::agent::PI.to_owned(),
+                    port_model: None,
                 },
             )
         })
