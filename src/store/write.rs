@@ -553,6 +553,8 @@ impl Writer {
     /// query of the view by `entry_rowid = ?1` was prepared again by SQLite
     /// at every new rowid (its plan depends on the bound value), 16 % of the
     /// writer thread's time in a cold sync (perf, docs/performance.md).
+    /// CROSS JOIN keeps the list outermost: with a plain JOIN, SQLite
+    /// scanned every message of the index once per commit.
     pub(super) fn index_pending_messages(&self) -> Result<()> {
         let rowids = std::mem::take(&mut *self.pending_messages.borrow_mut());
         if rowids.is_empty() {
@@ -567,7 +569,7 @@ impl Writer {
             .prepare_cached(
                 "INSERT INTO message_fts(rowid, text, session_id, role, time)
                  SELECT v.entry_rowid, v.text, v.session_id, v.role, v.time
-                   FROM json_each(?1) j JOIN v_message_text v ON v.entry_rowid = j.value
+                   FROM json_each(?1) j CROSS JOIN v_message_text v ON v.entry_rowid = j.value
                   ORDER BY j.key",
             )
             .and_then(|mut stmt| stmt.execute([format!("[{list}]")]))
