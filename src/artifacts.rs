@@ -65,7 +65,8 @@ pub fn sync(
         let files = artifact_files(root)
             .into_iter()
             .map(|(file, metadata)| (file, metadata, None));
-        let outputs = tool_output_files(root)
+        let omp_sessions = store.omp_session_files(&root.to_string_lossy())?;
+        let outputs = tool_output_files(&omp_sessions)
             .into_iter()
             .map(|(file, metadata, session)| (file, metadata, Some(session)));
         for (file, metadata, session) in files.chain(outputs) {
@@ -154,26 +155,21 @@ fn artifact_files(root: &Path) -> Vec<(PathBuf, fs::Metadata)> {
     files
 }
 
-/// omp's full tool outputs: `<N>.<tool>.log` files in a folder `D` with a
-/// session file `D.jsonl` beside it, one or two levels below the root
-/// (`<root>/<project>/<session>/`, or a flat root's `<root>/<session>/`),
-/// each with its `stat` and the session file. Only directory listings: a
-/// folder is entered only when its `.jsonl` is listed beside it.
-fn tool_output_files(root: &Path) -> Vec<(PathBuf, fs::Metadata, PathBuf)> {
+/// omp's full tool outputs: `<N>.<tool>.log` files in the folder `D` of
+/// each omp session file `D.jsonl`, each with its `stat` and the session
+/// file. The folders come from the sessions the index knows, so they are
+/// found at any depth below the root, and only omp's are listed.
+fn tool_output_files(sessions: &[String]) -> Vec<(PathBuf, fs::Metadata, PathBuf)> {
     let mut files = Vec::new();
-    let mut folders = session_folders(root);
-    if let Ok(dirs) = fs::read_dir(root) {
-        for dir in dirs.flatten() {
-            if dir
-                .file_type()
-                .is_ok_and(|kind| kind.is_dir() || kind.is_symlink())
-            {
-                folders.extend(session_folders(&dir.path()));
-            }
-        }
-    }
-    for (folder, session) in folders {
-        let Ok(entries) = fs::read_dir(&folder) else {
+    for session in sessions {
+        let session = PathBuf::from(session);
+        let Some(folder) = session
+            .to_str()
+            .and_then(|path| path.strip_suffix(".jsonl"))
+        else {
+            continue;
+        };
+        let Ok(entries) = fs::read_dir(folder) else {
             continue;
         };
         for entry in entries.flatten() {
@@ -190,27 +186,6 @@ fn tool_output_files(root: &Path) -> Vec<(PathBuf, fs::Metadata, PathBuf)> {
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
     files
-}
-
-/// The folders directly in `dir` that have a session file `<name>.jsonl`
-/// beside them, with that file.
-fn session_folders(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let names: HashSet<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
-    let mut folders = Vec::new();
-    for name in &names {
-        let mut jsonl = name.clone();
-        jsonl.push(".jsonl");
-        if names.contains(&jsonl) {
-            let folder = dir.join(name);
-            if folder.is_dir() {
-                folders.push((folder, dir.join(jsonl)));
-            }
-        }
-    }
-    folders
 }
 
 /// The artifact number of an omp full output's file name,

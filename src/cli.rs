@@ -1,13 +1,18 @@
-//! Command-line interface: the global options, the list of subcommands
-//! (each one's own options live in its file under `cmd/`), and the option
-//! groups several commands share. clap types only; the doc comments are the
-//! `--help` text.
+//! Command-line interface: the global options and the list of subcommands
+//! (each one's own options live in its file under `cmd/`, the option groups
+//! they share in `cmd/mod.rs`), and running the one given. The doc comments
+//! are the `--help` text. `cmd/` never imports this file: `completions` and
+//! `man` are handed the clap definition.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::cmd;
+use piidx::render::ColorChoice;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -94,55 +99,46 @@ pub enum Command {
     Man(cmd::man::Args),
 }
 
-/// Which sessions and which time a command is about (`query::Scope`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ScopeArgs {
-    /// Only this project: its cwd, a part of the cwd, or Pi's directory name for it (--home-me-proj--)
-    #[arg(long, value_name = "P", allow_hyphen_values = true)]
-    pub project: Option<String>,
-    /// Only sessions whose cwd is PATH or below it
-    #[arg(long, value_name = "PATH")]
-    pub cwd: Option<PathBuf>,
-    /// Only this session (id, id prefix, or file path)
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
-    /// Only sessions this coding agent wrote: pi, omp (oh-my-pi) or pi_agent_rust
-    #[arg(long = "agent", id = "coding_agent", value_name = "AGENT")]
-    pub agent: Option<String>,
-    /// From DATE on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)
-    #[arg(long, value_name = "DATE")]
-    pub since: Option<String>,
-    /// Up to DATE (a day includes the whole day)
-    #[arg(long, value_name = "DATE")]
-    pub until: Option<String>,
-    /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ if valid, else UTC]
-    #[arg(long, value_name = "ZONE")]
-    pub tz: Option<String>,
+impl From<Color> for ColorChoice {
+    fn from(color: Color) -> ColorChoice {
+        match color {
+            Color::Auto => ColorChoice::Auto,
+            Color::Always => ColorChoice::Always,
+            Color::Never => ColorChoice::Never,
+        }
+    }
 }
 
-/// Asking the team store in PostgreSQL instead of the index (`piidx push`).
-#[derive(Debug, Clone, Default, Args)]
-pub struct PgArgs {
-    /// Answer from the team store at this postgres:// URL (what `piidx push` sent there) instead of the index
-    #[arg(long, value_name = "URL")]
-    pub pg: Option<String>,
-    /// With --pg: only sessions of this machine (its label: `piidx sync --machine`, else its host name)
-    #[arg(long, value_name = "NAME", requires = "pg")]
-    pub machine: Option<String>,
-}
-
-/// How a listing command prints.
-#[derive(Debug, Clone, Default, Args)]
-pub struct ListArgs {
-    /// Print a JSON array
-    #[arg(long, conflicts_with = "csv")]
-    pub json: bool,
-    /// Print CSV with a header row
-    #[arg(long)]
-    pub csv: bool,
-    /// At most N rows
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
+impl Cli {
+    /// Runs the subcommand with the global options.
+    pub fn run(self) -> Result<ExitCode> {
+        let global = &cmd::Global::new(self.db, self.color.into())?;
+        match self.command {
+            Command::Sync(args) => cmd::sync::run(args, global),
+            Command::Watch(args) => cmd::watch::run(args, global),
+            Command::Search(args) => cmd::search::run(args, global),
+            Command::Sessions(args) => cmd::sessions::run(args, global),
+            Command::Show(args) => cmd::show::run(args, global),
+            Command::Tree(args) => cmd::tree::run(args, global),
+            Command::Export(args) => cmd::export::run(args, global),
+            Command::Pick(args) => cmd::pick::run(args, global),
+            Command::Resume(args) => cmd::resume::run(args, global),
+            Command::Usage(args) => cmd::usage::run(args, global),
+            Command::Tools(args) => cmd::tools::run(args, global),
+            Command::Subagents(args) => cmd::subagents::run(args, global),
+            Command::Secrets(args) => cmd::secrets::run(args, global),
+            Command::Redact(args) => cmd::redact::run(args, global),
+            Command::Sql(args) => cmd::sql::run(args, global),
+            Command::Push(args) => cmd::push::run(args, global),
+            Command::Datasette(args) => cmd::datasette::run(args, global),
+            Command::Doctor(args) => cmd::doctor::run(args, global),
+            Command::Roots(args) => cmd::roots::run(args, global),
+            Command::Completions(args) => cmd::completions::run(args, Cli::command()),
+            Command::Man(args) => cmd::man::run(args, Cli::command()),
+            Command::Mcp(args) => cmd::mcp::run(args, global),
+            Command::Serve(args) => cmd::serve::run(args, global),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     // Before anything is created: every file piidx writes is the user's alone.
     piidx::private::owner_only();
     let cli = cli::Cli::parse();
-    match cmd::run(cli) {
+    match cli.run() {
         Ok(code) => code,
         Err(err) if cmd::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {

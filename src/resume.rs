@@ -40,6 +40,8 @@ pub enum ResumeError {
     Export { path: PathBuf, source: ExportError },
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Query(#[from] crate::query::QueryError),
 }
 
 /// Resume the session, or fork it into the current directory.

@@ -3,10 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::CommandFactory;
 use clap_complete::Shell;
-
-use crate::cli::Cli;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -15,8 +12,9 @@ pub struct Args {
     pub shell: Shell,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
-    let mut command = Cli::command();
+/// `cli`: the whole command line's clap definition.
+pub fn run(args: Args, cli: clap::Command) -> Result<ExitCode> {
+    let mut command = cli;
     clap_complete::generate(args.shell, &mut command, "piidx", &mut super::stdout());
     Ok(ExitCode::SUCCESS)
 }

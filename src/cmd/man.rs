@@ -5,15 +5,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::CommandFactory;
-
-use crate::cli::Cli;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    let command = Cli::command();
+/// `command`: the whole command line's clap definition.
+pub fn run(_args: Args, command: clap::Command) -> Result<ExitCode> {
     let mut out = super::stdout();
     let man = clap_mangen::Man::new(command.clone());
     man.render_title(&mut out)?;

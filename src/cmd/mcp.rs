@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
+use super::PgArgs;
 use piidx::mcp::{Options, Server, page};
 
 #[derive(Debug, clap::Args)]
@@ -15,11 +16,15 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = page::DEFAULT_BUDGET as u64,
           value_parser = clap::value_parser!(u64).range(page::MIN_BUDGET as u64..=page::MAX_BUDGET as u64))]
     pub max_bytes: u64,
+    /// With --pg the tools answer from the team store (get_session and get_entry need the index)
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let mut server = Server::new(Options {
         db: global.db.clone(),
+        team: args.pg.team(),
         budget: usize::try_from(args.max_bytes).unwrap_or(page::MAX_BUDGET),
     });
     let mut input = std::io::BufReader::new(std::io::stdin());

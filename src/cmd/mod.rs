@@ -1,7 +1,9 @@
 //! One file per subcommand: its options, turning them into the library's
 //! options, calling the library, rendering the answer, and the exit code.
-//! This file holds what they share: the global options, the scope, and the
-//! exit codes (documented in README.md).
+//! This file holds what they share: the global options, the option groups
+//! (`PgArgs`, `ListArgs`; the scope's is `query::scope::ScopeText`), and the
+//! exit codes (documented in README.md). The command list is `cli`'s; nothing
+//! here imports it.
 
 pub mod completions;
 pub mod datasette;
@@ -29,13 +31,12 @@ pub mod watch;
 
 use std::io::{BufWriter, StdoutLock};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 
-use crate::cli::{Cli, Color, Command, ListArgs, PgArgs, ScopeArgs};
 use piidx::config;
 use piidx::query::scope::{Scope, ScopeText, now_ms};
+use piidx::query::source::{Source, Team};
 use piidx::render::{ColorChoice, Format, Term};
 use piidx::store::Index;
 use piidx::sync::SyncError;
@@ -62,68 +63,76 @@ impl Global {
     pub fn index(&self) -> Result<Index> {
         Ok(Index::open(&self.db)?)
     }
-}
 
-pub fn run(cli: Cli) -> Result<ExitCode> {
-    let db = match cli.db {
-        Some(db) => db,
-        None => config::default_db().ok_or_else(|| {
-            anyhow!("cannot find a home directory for the database; pass --db PATH")
-        })?,
-    };
-    let color = match cli.color {
-        Color::Auto => ColorChoice::Auto,
-        Color::Always => ColorChoice::Always,
-        Color::Never => ColorChoice::Never,
-    };
-    let global = Global {
-        db: config::absolute(&db),
-        term: Term::stdout(color),
-    };
-    match cli.command {
-        Command::Sync(args) => sync::run(args, &global),
-        Command::Watch(args) => watch::run(args, &global),
-        Command::Search(args) => search::run(args, &global),
-        Command::Sessions(args) => sessions::run(args, &global),
-        Command::Show(args) => show::run(args, &global),
-        Command::Tree(args) => tree::run(args, &global),
-        Command::Export(args) => export::run(args, &global),
-        Command::Pick(args) => pick::run(args, &global),
-        Command::Resume(args) => resume::run(args, &global),
-        Command::Usage(args) => usage::run(args, &global),
-        Command::Tools(args) => tools::run(args, &global),
-        Command::Subagents(args) => subagents::run(args, &global),
-        Command::Secrets(args) => secrets::run(args, &global),
-        Command::Redact(args) => redact::run(args, &global),
-        Command::Sql(args) => sql::run(args, &global),
-        Command::Push(args) => push::run(args, &global),
-        Command::Datasette(args) => datasette::run(args, &global),
-        Command::Doctor(args) => doctor::run(args, &global),
-        Command::Roots(args) => roots::run(args, &global),
-        Command::Completions(args) => completions::run(args),
-        Command::Man(args) => man::run(args),
-        Command::Mcp(args) => mcp::run(args, &global),
-        Command::Serve(args) => serve::run(args, &global),
+    /// Where the questions go: the team store `--pg` names, else the index.
+    pub fn source(&self, pg: &PgArgs) -> Result<Source> {
+        Ok(Source::open(&self.db, pg.team().as_ref())?)
+    }
+
+    /// The database or store `source` asks, for messages.
+    pub fn place(&self, pg: &PgArgs) -> String {
+        match &pg.pg {
+            Some(_) => "the team store".to_owned(),
+            None => self.db.display().to_string(),
+        }
     }
 }
 
-impl ScopeArgs {
-    /// The scope these options name; dates are read in the time zone.
-    pub fn scope(&self) -> Result<Scope> {
-        let text = ScopeText {
-            project: self.project.clone(),
-            cwd: self
-                .cwd
-                .as_deref()
-                .map(|cwd| cwd.to_string_lossy().into_owned()),
-            session: self.session.clone(),
-            agent: self.agent.clone(),
-            since: self.since.clone(),
-            until: self.until.clone(),
-            tz: self.tz.clone(),
+impl PgArgs {
+    /// The team store these options name, if any.
+    pub fn team(&self) -> Option<Team> {
+        self.pg.as_ref().map(|url| Team {
+            url: url.clone(),
+            machine: self.machine.clone(),
+        })
+    }
+}
+
+impl Global {
+    /// What the global options say: the database (absolute; `None`: the
+    /// default one) and when to colour.
+    pub fn new(db: Option<PathBuf>, color: ColorChoice) -> Result<Global> {
+        let db = match db {
+            Some(db) => db,
+            None => config::default_db().ok_or_else(|| {
+                anyhow!("cannot find a home directory for the database; pass --db PATH")
+            })?,
         };
-        Ok(text.scope(now_ms(), "--")?)
+        Ok(Global {
+            db: config::absolute(&db),
+            term: Term::stdout(color),
+        })
     }
+}
+
+/// Asking the team store in PostgreSQL instead of the index (`piidx push`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PgArgs {
+    /// Answer from the team store at this postgres:// URL (what `piidx push` sent there) instead of the index
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+    /// With --pg: only sessions of this machine (its label: `piidx sync --machine`, else its host name)
+    #[arg(long, value_name = "NAME", requires = "pg")]
+    pub machine: Option<String>,
+}
+
+/// How a listing command prints.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ListArgs {
+    /// Print a JSON array
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV with a header row
+    #[arg(long)]
+    pub csv: bool,
+    /// At most N rows
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+}
+
+/// The scope the scope options name; dates are read in the time zone.
+pub fn scope(args: &ScopeText) -> Result<Scope> {
+    Ok(args.scope(now_ms(), "--")?)
 }
 
 impl ListArgs {
@@ -142,32 +151,6 @@ pub fn time_limit(seconds: f64) -> Option<std::time::Duration> {
 /// line. Callers flush, so a failed write is seen.
 pub fn stdout() -> BufWriter<StdoutLock<'static>> {
     BufWriter::new(std::io::stdout().lock())
-}
-
-/// The team store `--pg` names, connected; `None` without `--pg`. The team
-/// store does not record which agent wrote a session: `--agent` is refused
-/// with it rather than ignored.
-#[cfg(feature = "postgres")]
-pub fn team_store(args: &PgArgs, scope: &ScopeArgs) -> Result<Option<piidx::query::pg::Pg>> {
-    if args.pg.is_some() && scope.agent.is_some() {
-        return Err(anyhow!(
-            "--agent works on the local index only: the team store (--pg) does not record which agent wrote a session"
-        ));
-    }
-    Ok(args
-        .pg
-        .as_deref()
-        .map(piidx::query::pg::Pg::connect)
-        .transpose()?)
-}
-
-/// Without PostgreSQL support, `--pg` is an error.
-#[cfg(not(feature = "postgres"))]
-pub fn refuse_pg(args: &PgArgs) -> Result<()> {
-    match args.pg {
-        Some(_) => Err(no_postgres()),
-        None => Ok(()),
-    }
 }
 
 /// The error of a `--pg` option or `push` in a build without PostgreSQL.

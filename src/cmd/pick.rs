@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{EXIT_CANCELLED, Global, export, resume, show};
-use crate::cli::ScopeArgs;
 use piidx::pick::{self, Action, PickOptions, Reach};
+use piidx::query::scope::ScopeText;
 use piidx::query::tree;
 use piidx::resume::Mode;
 
@@ -34,7 +34,7 @@ pub struct Args {
     pub fork: bool,
     /// Sessions searched
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -47,7 +47,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     }
     let mut options = PickOptions {
         query: text,
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         reach: match (args.all, args.here) {
             (true, _) => Some(Reach::All),
             (_, true) => Some(Reach::Here),

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::{EXIT_CANCELLED, Global};
-use crate::cli::ScopeArgs;
 use piidx::pick::{self, PickOptions};
+use piidx::query::scope::ScopeText;
 use piidx::query::search::sessions::search_sessions;
 use piidx::query::search::{HeadStart, SearchOptions};
 use piidx::query::secrets;
@@ -32,7 +32,7 @@ pub struct Args {
     pub fork: bool,
     /// Sessions a query searches
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -46,7 +46,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             None => {
                 let options = PickOptions {
                     query: arg,
-                    scope: args.scope.scope()?,
+                    scope: super::scope(&args.scope)?,
                     reach: Some(pick::Reach::All),
                     current_dir: current_dir()?,
                     back: None,
@@ -70,7 +70,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
 fn one_session_matching(index: &Index, query: &str, args: &Args) -> Result<Option<SessionRef>> {
     let options = SearchOptions {
         query: query.to_owned(),
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         ..SearchOptions::default()
     };
     let sessions =

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, anyhow};
 
 use super::Global;
-use crate::cli::ListArgs;
+use super::ListArgs;
 use piidx::config;
 use piidx::render::misc;
 use piidx::store::Writer;

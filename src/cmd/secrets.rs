@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
+use super::ListArgs;
 use super::{EXIT_PARTIAL, Global};
-use crate::cli::{ListArgs, ScopeArgs};
+use piidx::query::scope::ScopeText;
 use piidx::query::secrets;
 use piidx::render::misc;
 use piidx::secrets::{Detector, RULE_SOURCE};
@@ -15,7 +16,7 @@ use piidx::secrets::{Detector, RULE_SOURCE};
 pub struct Args {
     /// Entries of these sessions, written in --since/--until
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     #[command(flatten)]
     pub list: ListArgs,
     /// Print the detection rules and where they come from, and exit
@@ -37,7 +38,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    let scope = args.scope.scope()?;
+    let scope = super::scope(&args.scope)?;
     let index = global.index()?;
     let found = match &args.find {
         Some(value) => secrets::find(&index, value),

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow};
 
 use super::Global;
+use super::PgArgs;
 use piidx::render::misc;
 use piidx::serve::{self, Options, Server};
 
@@ -39,6 +40,9 @@ pub struct Args {
     /// Stop a search after this many seconds (0: no limit); a search also stops when its client goes away
     #[arg(long, value_name = "SECS", default_value_t = piidx::serve::api::SEARCH_BUDGET.as_secs_f64())]
     pub search_timeout: f64,
+    /// With --pg the API's sessions, search, usage, tools and subagents answer from the team store (a session's page needs the index)
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
@@ -56,6 +60,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     let server = Server::bind(Options {
         db: global.db.clone(),
+        team: args.pg.team(),
         addr,
         token: access.token().map(str::to_owned),
         threads: args.threads.max(1),

@@ -6,15 +6,16 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
-use piidx::query::sessions::{self, SessionsQuery};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
+use piidx::query::sessions::SessionsQuery;
 use piidx::render;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Sessions whose modified time is in --since/--until
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     /// Also list files Pi's listAll() does not see (nested child sessions, flat root files); marked * in the table
     #[arg(long)]
     pub all: bool,
@@ -27,27 +28,14 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let query = SessionsQuery {
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         limit: args.list.limit,
         all: args.all,
     };
-    #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg, &args.scope)?;
-    #[cfg(not(feature = "postgres"))]
-    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
-    let list = match store {
-        #[cfg(feature = "postgres")]
-        Some(mut pg) => {
-            piidx::query::pg::sessions::list(&mut pg, &query, args.pg.machine.as_deref())?
-        }
-        #[cfg(not(feature = "postgres"))]
-        Some(never) => match never {},
-        None => {
-            let index = global.index()?;
-            sessions::list(&index, &query)
-                .with_context(|| format!("listing sessions from {}", global.db.display()))?
-        }
-    };
+    let mut source = global.source(&args.pg)?;
+    let list = source
+        .sessions(&query)
+        .with_context(|| format!("listing sessions from {}", global.place(&args.pg)))?;
     let mut out = super::stdout();
     render::sessions::write(&mut out, &list, args.list.format(), &global.term)?;
     out.flush()?;

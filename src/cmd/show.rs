@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::Global;
-use piidx::query::tree::{self, SessionTree};
+use piidx::query::tree::SessionTree;
 use piidx::render::transcript::{self, Options, Style, Tools};
 use piidx::render::{self, Pager};
 
@@ -104,9 +104,5 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
 
 /// The tree of the session `arg` names, read in one snapshot.
 pub fn load_tree(global: &Global, arg: &str) -> Result<SessionTree> {
-    let index = global.index()?;
-    Ok(index.in_snapshot(|index| {
-        let found = tree::resolve(index, arg)?;
-        SessionTree::load(index, found)
-    })?)
+    Ok(SessionTree::named(&global.index()?, arg)?)
 }

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use piidx::query::sql::{self, Limits, SqlError};
+use piidx::query::source::{Source, Team};
+use piidx::query::sql::Limits;
 use piidx::render::{Format, sql::Printer};
 
 #[derive(Debug, clap::Args)]
@@ -36,31 +37,23 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     let mut out = super::stdout();
     let mut printer = Printer::new(&mut out, Format::choose(args.json, args.csv), global.term);
-    if let Some(url) = &args.pg {
-        #[cfg(feature = "postgres")]
-        {
-            use piidx::query::pg::sql::{PgSqlError, run};
-            let mut pg = piidx::query::pg::Pg::connect(url)?;
-            let timeout_ms = limits.timeout.map_or(0, |t| t.as_millis() as u64);
-            return match run(&mut pg, &args.query, timeout_ms, &mut printer) {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                Err(PgSqlError::Output(err)) => Err(err.into()),
-                Err(err) => Err(err).with_context(|| format!("query failed on {}", pg.url)),
-            };
-        }
-        #[cfg(not(feature = "postgres"))]
-        {
-            let _ = url;
-            return Err(super::no_postgres());
-        }
-    }
-    match sql::run(&global.db, &args.query, limits, &mut printer) {
+    let team = args.pg.as_ref().map(|url| Team {
+        url: url.clone(),
+        machine: None,
+    });
+    match Source::sql(&global.db, team.as_ref(), &args.query, limits, &mut printer) {
         Ok(()) => {}
-        // Not the query's fault: the output went away or failed.
-        Err(SqlError::Output(err)) => return Err(err.into()),
-        Err(err) => {
-            return Err(err).with_context(|| format!("query failed on {}", global.db.display()));
-        }
+        Err(err) => match err.into_output() {
+            // Not the query's fault: the output went away or failed.
+            Ok(output) => return Err(output.into()),
+            Err(err) => {
+                let place = match &args.pg {
+                    Some(_) => "the team store".to_owned(),
+                    None => global.db.display().to_string(),
+                };
+                return Err(err).with_context(|| format!("query failed on {place}"));
+            }
+        },
     }
     Ok(ExitCode::SUCCESS)
 }

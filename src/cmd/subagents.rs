@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
-use piidx::query::subagents::{self, SubagentsQuery};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
+use piidx::query::subagents::SubagentsQuery;
 use piidx::render::misc;
 
 // `--agent` here is the subagent's name (as before); the coding agent of the
@@ -23,7 +24,7 @@ pub struct Args {
     pub failed: bool,
     /// Runs delegated by these sessions, started in --since/--until
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     #[command(flatten)]
     pub list: ListArgs,
     #[command(flatten)]
@@ -32,28 +33,15 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let query = SubagentsQuery {
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         agent: args.agent,
         failed: args.failed,
         limit: args.list.limit,
     };
-    #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg, &args.scope)?;
-    #[cfg(not(feature = "postgres"))]
-    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
-    let runs = match store {
-        #[cfg(feature = "postgres")]
-        Some(mut pg) => {
-            piidx::query::pg::subagents::run(&mut pg, &query, args.pg.machine.as_deref())?
-        }
-        #[cfg(not(feature = "postgres"))]
-        Some(never) => match never {},
-        None => {
-            let index = global.index()?;
-            subagents::run(&index, &query)
-                .with_context(|| format!("listing subagent runs in {}", global.db.display()))?
-        }
-    };
+    let mut source = global.source(&args.pg)?;
+    let runs = source
+        .subagents(&query)
+        .with_context(|| format!("listing subagent runs in {}", global.place(&args.pg)))?;
     let mut out = super::stdout();
     misc::write_subagents(&mut out, &runs, args.list.format(), &global.term)?;
     out.flush()?;

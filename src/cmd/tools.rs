@@ -7,8 +7,9 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
-use piidx::query::tools::{self, ToolsBy, ToolsQuery};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
+use piidx::query::tools::{ToolsBy, ToolsQuery};
 use piidx::render;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -26,7 +27,7 @@ pub struct Args {
     pub by: By,
     /// Calls made in --since/--until by these sessions
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     #[command(flatten)]
     pub list: ListArgs,
     #[command(flatten)]
@@ -40,24 +41,13 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             By::Session => ToolsBy::Session,
             By::Project => ToolsBy::Project,
         },
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         limit: args.list.limit,
     };
-    #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg, &args.scope)?;
-    #[cfg(not(feature = "postgres"))]
-    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
-    let stats = match store {
-        #[cfg(feature = "postgres")]
-        Some(mut pg) => piidx::query::pg::tools::run(&mut pg, &query, args.pg.machine.as_deref())?,
-        #[cfg(not(feature = "postgres"))]
-        Some(never) => match never {},
-        None => {
-            let index = global.index()?;
-            tools::run(&index, &query)
-                .with_context(|| format!("tools query failed on {}", global.db.display()))?
-        }
-    };
+    let mut source = global.source(&args.pg)?;
+    let stats = source
+        .tools(&query)
+        .with_context(|| format!("tools query failed on {}", global.place(&args.pg)))?;
     let mut out = super::stdout();
     render::usage::write_tools(&mut out, &stats, args.list.format(), &global.term)?;
     out.flush()?;

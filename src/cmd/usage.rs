@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use super::Global;
-use crate::cli::{ListArgs, PgArgs, ScopeArgs};
+use super::{ListArgs, PgArgs};
+use piidx::query::scope::ScopeText;
 use piidx::query::usage::{self, GroupBy, UsageOptions};
 use piidx::render::{self, misc};
 
@@ -42,7 +43,7 @@ pub struct Args {
     pub no_chart: bool,
     /// Usage recorded in --since/--until by these sessions
     #[command(flatten)]
-    pub scope: ScopeArgs,
+    pub scope: ScopeText,
     /// --json and --csv print one row per group, no total row
     #[command(flatten)]
     pub list: ListArgs,
@@ -62,28 +63,15 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     };
     let options = UsageOptions {
         by,
-        scope: args.scope.scope()?,
+        scope: super::scope(&args.scope)?,
         model: args.model,
         prices: args.prices.as_deref().map(usage::load_prices).transpose()?,
         limit: args.list.limit,
     };
-    #[cfg(feature = "postgres")]
-    let store = super::team_store(&args.pg, &args.scope)?;
-    #[cfg(not(feature = "postgres"))]
-    let store: Option<std::convert::Infallible> = super::refuse_pg(&args.pg).map(|()| None)?;
-    let report = match store {
-        #[cfg(feature = "postgres")]
-        Some(mut pg) => {
-            piidx::query::pg::usage::run(&mut pg, &options, args.pg.machine.as_deref())?
-        }
-        #[cfg(not(feature = "postgres"))]
-        Some(never) => match never {},
-        None => {
-            let index = global.index()?;
-            usage::run(&index, &options)
-                .with_context(|| format!("usage query failed on {}", global.db.display()))?
-        }
-    };
+    let mut source = global.source(&args.pg)?;
+    let report = source
+        .usage(&options)
+        .with_context(|| format!("usage query failed on {}", global.place(&args.pg)))?;
     for warning in &report.warnings {
         misc::warn(warning, &global.term);
     }

@@ -47,6 +47,8 @@ pub const MAX_LINE: usize = 1 << 20;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub db: PathBuf,
+    /// Answer from this team store instead of the index (`mcp --pg`).
+    pub team: Option<crate::query::source::Team>,
     /// Bytes of JSON per answer unless a call asks for another budget.
     pub budget: usize,
 }
@@ -389,6 +391,7 @@ impl Server {
         };
         let context = tools::Context {
             db: &self.options.db,
+            team: self.options.team.as_ref(),
             budget: self.options.budget,
             stop: stop.clone(),
         };
@@ -513,6 +516,7 @@ mod tests {
     fn server() -> Server {
         Server::new(Options {
             db: PathBuf::from("/nonexistent/piidx-test.db"),
+            team: None,
             budget: page::DEFAULT_BUDGET,
         })
     }

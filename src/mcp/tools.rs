@@ -10,24 +10,30 @@
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::page::{self, Cursor, Cut, MAX_BUDGET, MIN_BUDGET, Page};
 use super::protocol::RpcError;
+use crate::query::request::{SearchRequest, argument_schema};
 use crate::query::scope::{Scope, ScopeText, now_ms};
-use crate::query::search::sessions::search_sessions;
-use crate::query::search::{self, HeadStart, Hit, ROLES, SearchError, SearchOptions, Sort};
-use crate::query::sessions::{self, SessionsQuery};
-use crate::query::subagents::{self, SubagentsQuery};
-use crate::query::tree::{self, SessionTree, ViewError};
-use crate::query::usage::{self, GroupBy, UsageOptions};
+use crate::query::search::HeadStart;
+use crate::query::sessions::SessionsQuery;
+use crate::query::source::{Source, Team};
+use crate::query::subagents::SubagentsQuery;
+use crate::query::tree::{self, SessionTree};
+use crate::query::usage::{GroupBy, UsageOptions};
+use crate::query::{Class, QueryError};
 use crate::render;
 use crate::store::Index;
 
 /// What every call gets: the database and the default budget.
 pub struct Context<'a> {
     pub db: &'a Path,
+    /// The team store asked instead of the index (`mcp --pg`).
+    pub team: Option<&'a Team>,
     pub budget: usize,
     /// When the call stops (its time budget, or the client cancelled it).
     pub stop: crate::store::Stop,
@@ -45,26 +51,12 @@ pub fn list() -> Vec<Value> {
             "Search session history",
             "Full-text search over every indexed Pi session (messages, thinking, tool calls and outputs, summaries, subagent transcripts). Words are AND-ed; \"exact phrase\", prefix*, OR, NOT and parentheses work. Returns hits best first, each with a snippet (matches between « and »), session_id, entry_id, cwd and timestamp; open one with get_session (its branch) or get_entry.",
             {
-                let mut properties = Map::new();
-                properties.insert("query".into(), json!({"type": "string", "description": "What to find, e.g. `SessionManager.listAll`, `\"exact phrase\"`, `pars* OR lexer`"}));
-                properties.insert(
-                    "role".into(),
-                    strings_schema(&format!(
-                        "Only this kind of text (one or a list): {}",
-                        ROLES.join(", ")
-                    )),
-                );
-                properties.insert("type".into(), strings_schema("Only entries of this type (one or a list): message, compaction, branch_summary, custom, custom_message, usage, context_edit, …"));
-                properties.insert("tool".into(), json!({"type": "string", "description": "Only tool calls/results of this tool (e.g. bash, read)"}));
-                properties.insert("model".into(), json!({"type": "string", "description": "Only entries whose model contains this (case-insensitive)"}));
-                properties.extend(scope_properties(
+                // Generated from the request every front-end fills.
+                let (mut properties, _) = argument_schema::<SearchRequest>();
+                timed(
+                    &mut properties,
                     "Entries of these sessions, written in since/until",
-                ));
-                properties.insert("limit".into(), json!({"type": "integer", "minimum": 0, "default": 20, "description": "Number of hits (with sessions: of sessions)"}));
-                properties.insert("sort".into(), json!({"type": "string", "enum": ["rank", "recent"], "default": "rank", "description": "Best matches first, or newest first"}));
-                properties.insert("sessions".into(), json!({"type": "boolean", "default": false, "description": "One result per session with hits (best first) instead of the hits"}));
-                properties.insert("raw".into(), json!({"type": "boolean", "default": false, "description": "Pass query to SQLite FTS5 unchanged"}));
-                properties.insert("substring".into(), json!({"type": "boolean", "default": false, "description": "Match the terms as substrings anywhere (slow)"}));
+                );
                 properties.extend(paging_properties());
                 properties
             },
@@ -211,35 +203,24 @@ fn tool(
     })
 }
 
-fn strings_schema(description: &str) -> Value {
-    json!({
-        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-        "description": description,
-    })
+/// The scope's arguments (`ScopeText`'s schema); `time` says what
+/// since/until apply to for this tool.
+fn scope_properties(time: &str) -> Map<String, Value> {
+    let (mut properties, _) = argument_schema::<ScopeText>();
+    timed(&mut properties, time);
+    properties
 }
 
-fn scope_properties(time: &str) -> Map<String, Value> {
-    let mut properties = Map::new();
-    properties.insert("project".into(), json!({"type": "string", "description": "Only this project: its cwd, a part of the cwd, or Pi's directory name for it"}));
-    properties.insert(
-        "cwd".into(),
-        json!({"type": "string", "description": "Only sessions whose cwd is this absolute path or below it"}),
-    );
-    properties.insert(
-        "session".into(),
-        json!({"type": "string", "description": "Only this session (id, id prefix, or file path)"}),
-    );
-    properties.insert(
-        "agent".into(),
-        json!({"type": "string", "enum": ["pi", "omp", "pi_agent_rust"], "description": "Only sessions this coding agent wrote"}),
-    );
-    properties.insert("since".into(), json!({"type": "string", "description": format!("{time}: from this date on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)")}));
-    properties.insert(
-        "until".into(),
-        json!({"type": "string", "description": "Up to this date (a day includes the whole day)"}),
-    );
-    properties.insert("tz".into(), json!({"type": "string", "description": "Time zone for days, weeks and months: UTC, +02:00, or an IANA name such as Europe/Berlin (default: the server's $TZ, else UTC)"}));
-    properties
+/// `since`'s description, prefixed with what the tool's time is.
+fn timed(properties: &mut Map<String, Value>, time: &str) {
+    if let Some(since) = properties.get_mut("since").and_then(Value::as_object_mut) {
+        let text = since
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let text = format!("{time}: {text}");
+        since.insert("description".into(), text.into());
+    }
 }
 
 fn paging_properties() -> Map<String, Value> {
@@ -367,19 +348,6 @@ impl<'a> Args<'a> {
         }
     }
 
-    fn strings(&self, name: &str) -> Result<Vec<String>, RpcError> {
-        match self.get(name) {
-            None => Ok(Vec::new()),
-            Some(Value::String(text)) => Ok(vec![text.clone()]),
-            Some(Value::Array(list)) => list
-                .iter()
-                .map(|item| item.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| self.wrong(name, "a string or a list of strings")),
-            Some(_) => Err(self.wrong(name, "a string or a list of strings")),
-        }
-    }
-
     fn choice(&self, name: &str, choices: &[&'static str]) -> Result<&'static str, RpcError> {
         match self.get(name) {
             None => Ok(choices[0]),
@@ -391,17 +359,51 @@ impl<'a> Args<'a> {
     }
 
     fn scope(&self) -> Result<Scope, RpcError> {
-        let text = ScopeText {
-            project: self.string("project")?,
-            cwd: self.string("cwd")?,
-            session: self.string("session")?,
-            agent: self.string("agent")?,
-            since: self.string("since")?,
-            until: self.string("until")?,
-            tz: self.string("tz")?,
-        };
-        text.scope(now_ms(), "")
-            .map_err(|err| RpcError::invalid_params(crate::error_chain(&err)))
+        let text: ScopeText = self.request()?;
+        text.scope(now_ms(), "").map_err(query_error)
+    }
+
+    /// A request type of `query` filled from the arguments, each checked
+    /// first against its schema's type (so the message names it).
+    fn request<T: DeserializeOwned + JsonSchema>(&self) -> Result<T, RpcError> {
+        let (properties, _) = argument_schema::<T>();
+        let mut object = Map::new();
+        for (name, schema) in &properties {
+            let Some(value) = self.get(name) else {
+                continue;
+            };
+            let fits = if schema.get("anyOf").is_some() {
+                value.is_string()
+                    || value
+                        .as_array()
+                        .is_some_and(|list| list.iter().all(Value::is_string))
+            } else {
+                match schema["type"].as_str() {
+                    Some("boolean") => value.is_boolean(),
+                    Some("integer") => value.as_u64().is_some(),
+                    _ => value.is_string(),
+                }
+            };
+            if !fits {
+                let takes = if schema.get("anyOf").is_some() {
+                    "a string or a list of strings"
+                } else {
+                    match schema["type"].as_str() {
+                        Some("boolean") => "true or false",
+                        Some("integer") => "a whole number, 0 or more",
+                        _ => "a string",
+                    }
+                };
+                return Err(self.wrong(name, takes));
+            }
+            object.insert(name.clone(), value.clone());
+        }
+        serde_json::from_value(Value::Object(object)).map_err(|err| {
+            RpcError::invalid_params(format!(
+                "{}: an argument is not what it takes: {err}",
+                self.tool
+            ))
+        })
     }
 
     fn budget(&self, default: usize) -> Result<usize, RpcError> {
@@ -440,82 +442,53 @@ fn to_value(value: &impl Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// Where this call's question is answered (the index, or the team store
+/// with `--pg`), opened for this call only.
+fn source(context: &Context<'_>) -> Result<Source, RpcError> {
+    Source::open(context.db, context.team).map_err(query_error)
+}
+
 /// The index, opened for this call only.
 fn open(db: &Path) -> Result<Index, RpcError> {
     Index::open(db).map_err(|err| RpcError::internal(crate::error_chain(&err)))
 }
 
-/// A library error as the caller's fault (`-32602`) or the index's.
-fn view_error(err: ViewError) -> RpcError {
+/// A query error as the caller's fault (`-32602`: a bad request, a
+/// session or entry not found) or the index's: one mapping, the one serve
+/// makes into status codes.
+fn query_error(err: impl Into<QueryError>) -> RpcError {
+    let err = err.into();
     let message = crate::error_chain(&err);
-    match err {
-        ViewError::NotFound(_)
-        | ViewError::Ambiguous { .. }
-        | ViewError::UnknownEntry { .. }
-        | ViewError::AmbiguousEntry { .. } => RpcError::invalid_params(message),
-        _ => RpcError::internal(message),
+    match err.class() {
+        Class::Caller | Class::NotFound => RpcError::invalid_params(message),
+        Class::Unavailable | Class::Internal => RpcError::internal(message),
     }
-}
-
-fn search_error(err: SearchError) -> RpcError {
-    let message = crate::error_chain(&err);
-    if err.is_callers() {
-        RpcError::invalid_params(message)
-    } else {
-        RpcError::internal(message)
-    }
-}
-
-fn internal(err: impl std::error::Error) -> RpcError {
-    RpcError::internal(crate::error_chain(&err))
 }
 
 fn search_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
-    let limit = args.count("limit")?.unwrap_or(20);
-    let options = SearchOptions {
-        query: args.required("query")?,
-        scope: args.scope()?,
-        roles: args.strings("role")?,
-        entry_types: args.strings("type")?,
-        tool: args.string("tool")?,
-        model: args.string("model")?,
-        limit,
-        sort: match args.choice("sort", &["rank", "recent"])? {
-            "recent" => Sort::Recent,
-            _ => Sort::Rank,
-        },
-        raw: args.flag("raw", false)?,
-        substring: args.flag("substring", false)?,
-        stop: context.stop.clone(),
-    };
-    if options.raw && options.substring {
-        return Err(RpcError::invalid_params(
-            "search: raw and substring do not go together; pass one",
-        ));
-    }
+    let request: SearchRequest = args.request()?;
+    let options = request
+        .options(context.stop.clone(), "")
+        .map_err(query_error)?;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let head = HeadStart::open(context.db, &options);
-    let index = open(context.db)?;
-    if args.flag("sessions", false)? {
-        let found = search_sessions(&index, head, &options, limit).map_err(search_error)?;
+    let mut head = match context.team {
+        None => HeadStart::open(context.db, &options),
+        Some(_) => HeadStart::default(),
+    };
+    let mut source = source(context)?;
+    if request.sessions {
+        let found = source
+            .search_sessions(head, &options, options.limit)
+            .map_err(query_error)?;
         let items = found.iter().map(to_value).collect();
         let page = page::page(items, start, budget, |_| None);
         return Ok(args.answer(Map::new(), "sessions", page));
     }
-    let hits = if limit == 0 {
-        Vec::new()
-    } else {
-        search::search(&index, head, &options).map_err(search_error)?
-    };
-    let items = hits
-        .into_iter()
-        .map(|hit| {
-            to_value(&Hit {
-                snippet: render::hits::marked(&hit.snippet),
-                ..hit
-            })
-        })
+    let hits = source.search(&mut head, &options).map_err(query_error)?;
+    let items = render::hits::with_marks(hits)
+        .iter()
+        .map(to_value)
         .collect();
     let page = page::page(items, start, budget, |_| None);
     Ok(args.answer(Map::new(), "hits", page))
@@ -529,8 +502,7 @@ fn list_sessions(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcErr
     };
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let index = open(context.db)?;
-    let list = sessions::list(&index, &query).map_err(internal)?;
+    let list = source(context)?.sessions(&query).map_err(query_error)?;
     let items = list
         .iter()
         .map(|info| {
@@ -548,15 +520,15 @@ fn list_sessions(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcErr
     ))
 }
 
-/// The tree of the session `arg` names, read in one snapshot.
-fn load_tree(db: &Path, arg: &str) -> Result<SessionTree, RpcError> {
-    let index = open(db)?;
-    index
-        .in_snapshot(|index| {
-            let found = tree::resolve(index, arg)?;
-            SessionTree::load(index, found)
-        })
-        .map_err(view_error)
+/// The tree of the session `arg` names, read in one snapshot: from the
+/// index only (the team store holds no session's entries).
+fn load_tree(context: &Context<'_>, arg: &str) -> Result<SessionTree, RpcError> {
+    if context.team.is_some() {
+        return Err(RpcError::invalid_params(
+            "mcp --pg answers from the team store, which holds no session's entries; read sessions with an mcp server on the index",
+        ));
+    }
+    SessionTree::named(&open(context.db)?, arg).map_err(query_error)
 }
 
 /// A tool result or a bash execution: the outputs `get_session` cuts.
@@ -582,7 +554,7 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
         .unwrap_or(TOOL_OUTPUT_CHARS);
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let tree = load_tree(context.db, &session)?;
+    let tree = load_tree(context, &session)?;
     let mut cuts: Vec<Cut> = Vec::new();
     // Each stored entry, its tool outputs cut.
     let mut entry_of = |index: usize, raw: &mut Value| {
@@ -616,7 +588,7 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
         (items, tree.leaf())
     } else {
         let leaf = match &branch {
-            Some(id) => Some(tree.find(id).map_err(view_error)?),
+            Some(id) => Some(tree.find(id).map_err(query_error)?),
             None => tree.leaf(),
         };
         let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
@@ -676,8 +648,8 @@ fn get_entry(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> 
     let path = args.string("path")?;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let tree = load_tree(context.db, &session)?;
-    let index = tree.find(&entry).map_err(view_error)?;
+    let tree = load_tree(context, &session)?;
+    let index = tree.find(&entry).map_err(query_error)?;
     let mut raw = tree.entries_json(&[index]).pop().unwrap_or(Value::Null);
     let node = &tree.nodes[index];
     let mut fields = Map::new();
@@ -752,8 +724,7 @@ fn usage_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError>
     };
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let index = open(context.db)?;
-    let report = usage::run(&index, &options).map_err(internal)?;
+    let report = source(context)?.usage(&options).map_err(query_error)?;
     let mut fields = Map::new();
     fields.insert("by".into(), to_value(&report.by));
     if by.is_time() {
@@ -778,8 +749,7 @@ fn subagent_runs(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcErr
     };
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let index = open(context.db)?;
-    let runs = subagents::run(&index, &query).map_err(internal)?;
+    let runs = source(context)?.subagents(&query).map_err(query_error)?;
     let items = runs.iter().map(to_value).collect();
     Ok(args.answer(
         Map::new(),

@@ -101,9 +101,17 @@ pub struct StoredImage {
     pub data: Vec<u8>,
 }
 
+/// An image's place that is not an object in the entry's JSON (the stored
+/// JSON and its `blobs` rows disagree: `doctor --fix` rebuilds them).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("image path {json_path} is not an object in the entry's stored JSON")]
+pub struct ImagePathError {
+    pub json_path: String,
+}
+
 /// Puts image payloads back into an entry's JSON; `Err` names a path that
 /// is not an object in it.
-pub fn restore_images(object: &mut Value, images: Vec<StoredImage>) -> Result<(), String> {
+pub fn restore_images(object: &mut Value, images: Vec<StoredImage>) -> Result<(), ImagePathError> {
     for image in images {
         let payload = if image.encoding == "base64" {
             base64::engine::general_purpose::STANDARD.encode(&image.data)
@@ -112,7 +120,9 @@ pub fn restore_images(object: &mut Value, images: Vec<StoredImage>) -> Result<()
         };
         let target = super::json_path_mut(object, &image.json_path)
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| image.json_path.clone())?;
+            .ok_or_else(|| ImagePathError {
+                json_path: image.json_path.clone(),
+            })?;
         let index = image
             .key_index
             .map_or(target.len(), |i| (i.max(0) as usize).min(target.len()));

@@ -48,6 +48,8 @@ pub enum PickError {
     Search(#[from] SearchError),
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Query(#[from] crate::query::QueryError),
 }
 
 /// How the picker starts.

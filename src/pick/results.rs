@@ -2,6 +2,7 @@
 //! holds every word (Pi's `/resume` list when the query is empty), then the
 //! full-text hits, from the same `query` functions the CLI prints.
 
+use crate::query::QueryError;
 use crate::query::scope::{Scope, When, now_ms};
 use crate::query::search::{self, HeadStart, SearchError, SearchOptions, Sort};
 use crate::query::sessions::{self, SessionInfo, SessionsQuery};
@@ -85,7 +86,7 @@ impl Source {
     }
 
     /// The sessions of a reach, in Pi's order.
-    pub fn sessions(&mut self, reach: Reach) -> Result<&[SessionInfo], rusqlite::Error> {
+    pub fn sessions(&mut self, reach: Reach) -> Result<&[SessionInfo], QueryError> {
         let scope = self.scope(reach);
         let slot = match reach {
             Reach::Here => &mut self.here,
@@ -103,7 +104,7 @@ impl Source {
     }
 
     /// The rows for `query` over `reach`.
-    pub fn find(&mut self, query: &Query, reach: Reach) -> Result<Found, SearchError> {
+    pub fn find(&mut self, query: &Query, reach: Reach) -> Result<Found, QueryError> {
         let mut found = Found::default();
         let mut scope = self.scope(reach);
         if let Some(since) = &query.since {
@@ -171,7 +172,7 @@ impl Source {
                 Err(err @ (SearchError::Empty(_) | SearchError::Role(_))) => {
                     found.problem = Some(err.to_string());
                 }
-                Err(err) => return Err(err),
+                Err(err) => return Err(err.into()),
             }
         }
         Ok(found)

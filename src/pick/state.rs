@@ -4,15 +4,10 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-/// The roles Ctrl-R cycles through (`search --role`), after "any".
-pub const ROLES: &[&str] = &[
-    "user",
-    "assistant",
-    "thinking",
-    "tool_call",
-    "tool_result",
-    "bash",
-];
+/// The roles Ctrl-R cycles through (`search --role`), after "any": the
+/// first of the search's own list (`query::search::ROLES`), those of the
+/// conversation, up to bash.
+pub const ROLES: &[&str] = crate::query::search::ROLES.split_at(6).0;
 
 /// Which sessions are searched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

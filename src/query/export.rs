@@ -160,8 +160,12 @@ pub fn export_in(
                     entry: entry.clone(),
                     source,
                 })?;
-            restore_entry(conn, rowid, &mut value, true)?
-                .map_err(|path| ExportError::BadImagePath { entry, path })?;
+            restore_entry(conn, rowid, &mut value, true)?.map_err(|err| {
+                ExportError::BadImagePath {
+                    entry,
+                    path: err.json_path,
+                }
+            })?;
             serde_json::to_writer(&mut *out, &value).map_err(std::io::Error::from)?;
         }
     }

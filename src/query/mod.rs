@@ -3,14 +3,17 @@
 //! `render`'s job, and nothing here imports it (tests/it/render.rs).
 
 pub mod datasette;
+mod error;
 pub mod export;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod request;
 pub mod scope;
 pub mod search;
 pub mod search_fn;
 pub mod secrets;
 pub mod sessions;
+pub mod source;
 pub mod sql;
 pub mod subagents;
 pub mod tools;
@@ -18,3 +21,5 @@ pub mod transcript;
 pub mod tree;
 pub mod tz;
 pub mod usage;
+
+pub use error::{Class, QueryError};

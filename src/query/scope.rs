@@ -9,6 +9,8 @@
 //! at the day's first instant, `--until` includes the whole day.
 
 use rusqlite::types::Value as SqlValue;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::tz::Tz;
 use crate::time::{parse_day, parse_iso_ms};
@@ -106,20 +108,48 @@ pub struct Scope {
 }
 
 /// A scope as a front-end receives it: the texts the user wrote (command-line
-/// options, MCP tool arguments), parsed here so every front-end reads dates,
-/// zones and cwds the same way.
-#[derive(Debug, Clone, Default)]
+/// options, serve's query parameters, MCP tool arguments), parsed here so
+/// every front-end reads dates, zones and cwds the same way. The options are
+/// defined here once: the doc comments are the CLI's `--help`, the
+/// `schemars` descriptions MCP's.
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct ScopeText {
+    /// Only this project: its cwd, a part of the cwd, or Pi's directory name for it (--home-me-proj--)
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    #[schemars(
+        description = "Only this project: its cwd, a part of the cwd, or Pi's directory name for it"
+    )]
     pub project: Option<String>,
-    /// Made absolute against the process's working directory.
+    /// Only sessions whose cwd is PATH or below it
+    #[arg(long, value_name = "PATH")]
+    #[schemars(description = "Only sessions whose cwd is this absolute path or below it")]
     pub cwd: Option<String>,
+    /// Only this session (id, id prefix, or file path)
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// `pi`, `omp` or `pi_agent_rust` (`omp-pi`/`oh-my-pi`, `port`,
-    /// `pi-agent-rust` accepted).
+    /// Only sessions this coding agent wrote: pi, omp (oh-my-pi) or pi_agent_rust
+    #[arg(long = "agent", id = "coding_agent", value_name = "AGENT")]
+    #[schemars(
+        description = "Only sessions this coding agent wrote",
+        extend("enum" = ["pi", "omp", "pi_agent_rust"])
+    )]
     pub agent: Option<String>,
+    /// From DATE on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)
+    #[arg(long, value_name = "DATE")]
+    #[schemars(
+        description = "from this date on: a day (2026-02-01), an ISO time, or a time ago (today, yesterday, 7d, 12h)"
+    )]
     pub since: Option<String>,
+    /// Up to DATE (a day includes the whole day)
+    #[arg(long, value_name = "DATE")]
+    #[schemars(description = "Up to this date (a day includes the whole day)")]
     pub until: Option<String>,
-    /// `None`: `$TZ` when valid, else UTC.
+    /// Time zone for days, weeks and months: UTC, +02:00, -0530, or an IANA name such as Europe/Berlin [default: $TZ if valid, else UTC]
+    #[arg(long, value_name = "ZONE")]
+    #[schemars(
+        description = "Time zone for days, weeks and months: UTC, +02:00, or an IANA name such as Europe/Berlin (default: the server's $TZ, else UTC)"
+    )]
     pub tz: Option<String>,
 }
 
@@ -236,19 +266,59 @@ impl Conditions {
     }
 }
 
+/// Which SQL a scope is written in: the index's (SQLite) or the team
+/// store's (PostgreSQL). They differ in how a parameter is written (`?1`,
+/// `$1`) and in the name of the function that finds a text in another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// Parameter `n`.
+    fn param(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("?{n}"),
+            Dialect::Postgres => format!("${n}"),
+        }
+    }
+
+    /// Whether `needle` occurs in `haystack`.
+    fn contains(self, haystack: &str, needle: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("instr({haystack}, {needle}) > 0"),
+            Dialect::Postgres => format!("strpos({haystack}, {needle}) > 0"),
+        }
+    }
+}
+
 impl Scope {
-    /// The scope as SQL over `columns`; parameters are numbered from `first`.
+    /// The scope as SQLite over `columns`; parameters are numbered from `first`.
     pub fn conditions(&self, columns: &Columns<'_>, first: usize) -> Conditions {
+        self.conditions_in(Dialect::Sqlite, columns, first)
+    }
+
+    /// The scope as SQL of `dialect` over `columns`, the one translation of
+    /// a scope; parameters are numbered from `first`. The team store does
+    /// not record agents: its sources refuse a scope with one before asking.
+    pub fn conditions_in(
+        &self,
+        dialect: Dialect,
+        columns: &Columns<'_>,
+        first: usize,
+    ) -> Conditions {
         let mut out = Conditions::default();
-        let param = |out: &mut Conditions, value: SqlValue| -> usize {
+        let param = |out: &mut Conditions, value: SqlValue| -> String {
             out.params.push(value);
-            first + out.params.len() - 1
+            dialect.param(first + out.params.len() - 1)
         };
         if let Some(project) = &self.project {
-            let n = param(&mut out, project.clone().into());
+            let p = param(&mut out, project.clone().into());
             out.sql.push(format!(
-                "({} = ?{n} OR instr({}, ?{n}) > 0)",
-                columns.project_dir, columns.cwd
+                "({} = {p} OR {})",
+                columns.project_dir,
+                dialect.contains(columns.cwd, &p)
             ));
         }
         if let Some(cwd) = &self.cwd {
@@ -257,35 +327,35 @@ impl Scope {
             } else {
                 cwd.as_str()
             };
-            let n = param(&mut out, trimmed.to_owned().into());
+            let p = param(&mut out, trimmed.to_owned().into());
             // Below it: its path and a `/` start the cwd (for `/`, the `/`).
             out.sql.push(format!(
-                "({c} = ?{n} OR substr({c}, 1, length(rtrim(?{n}, '/')) + 1) = rtrim(?{n}, '/') || '/')",
+                "({c} = {p} OR substr({c}, 1, length(rtrim({p}, '/')) + 1) = rtrim({p}, '/') || '/')",
                 c = columns.cwd
             ));
         }
         if let Some(session) = &self.session {
-            let n = param(&mut out, session.clone().into());
+            let p = param(&mut out, session.clone().into());
             out.sql.push(format!(
-                "(substr({id}, 1, length(?{n})) = ?{n} OR {path} = ?{n})",
+                "(substr({id}, 1, length({p})) = {p} OR {path} = {p})",
                 id = columns.session_id,
                 path = columns.file_path
             ));
         }
-        if let Some(agent) = self.agent {
-            let n = param(&mut out, agent.to_owned().into());
+        if let (Some(agent), Dialect::Sqlite) = (self.agent, dialect) {
+            let p = param(&mut out, agent.to_owned().into());
             out.sql.push(format!(
-                "(SELECT a.agent FROM sessions a WHERE a.file_path = {path}) = ?{n}",
+                "(SELECT a.agent FROM sessions a WHERE a.file_path = {path}) = {p}",
                 path = columns.file_path
             ));
         }
         if let Some(since) = self.since {
-            let n = param(&mut out, since.start_ms(&self.tz).into());
-            out.sql.push(format!("{} >= ?{n}", columns.time_ms));
+            let p = param(&mut out, since.start_ms(&self.tz).into());
+            out.sql.push(format!("{} >= {p}", columns.time_ms));
         }
         if let Some(until) = self.until {
-            let n = param(&mut out, until.end_ms(&self.tz).into());
-            out.sql.push(format!("{} < ?{n}", columns.time_ms));
+            let p = param(&mut out, until.end_ms(&self.tz).into());
+            out.sql.push(format!("{} < {p}", columns.time_ms));
         }
         out
     }

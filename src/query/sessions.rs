@@ -11,6 +11,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::QueryError;
 use super::scope::{Columns, Scope};
 use super::tree::{SessionRef, SessionTree};
 use crate::store::Index;
@@ -182,7 +183,7 @@ fn all_ids(store: &Index) -> rusqlite::Result<Vec<String>> {
 
 /// The coding agent that wrote the session file `file_id` (`pi` when the
 /// index does not say).
-pub fn agent_of(store: &Index, file_id: i64) -> rusqlite::Result<String> {
+pub fn agent_of(store: &Index, file_id: i64) -> Result<String, QueryError> {
     store
         .connection()
         .query_row(
@@ -192,7 +193,7 @@ pub fn agent_of(store: &Index, file_id: i64) -> rusqlite::Result<String> {
         )
         .or_else(|err| match err {
             rusqlite::Error::QueryReturnedNoRows => Ok(crate::normalize::agent::PI.to_owned()),
-            err => Err(err),
+            err => Err(err.into()),
         })
 }
 
@@ -210,21 +211,21 @@ pub fn program_of(agent: &str) -> &'static str {
 
 /// The header's `cwd` as Pi reads it (a string, else none), of the session
 /// file `file_id`.
-pub fn header_cwd(store: &Index, file_id: i64) -> rusqlite::Result<Option<String>> {
-    store.connection().query_row(
+pub fn header_cwd(store: &Index, file_id: i64) -> Result<Option<String>, QueryError> {
+    Ok(store.connection().query_row(
         "SELECT CASE WHEN json_type(header_raw, '$.cwd') = 'text'
                      THEN json_extract(header_raw, '$.cwd') END
            FROM sessions WHERE file_id = ?1",
         [file_id],
         |row| row.get(0),
-    )
+    )?)
 }
 
 /// Sessions newest first (by `modified`) in the order of Pi 1.5.2's
 /// `SessionManager.listAll()`: ties keep the order Pi read the files in, by
 /// mtime (newest first; not in a flat session directory, which Pi reads by
 /// name only), then file name, descending (`pi_name_order`).
-pub fn list(store: &Index, query: &SessionsQuery) -> rusqlite::Result<Vec<SessionInfo>> {
+pub fn list(store: &Index, query: &SessionsQuery) -> Result<Vec<SessionInfo>, QueryError> {
     let mut sql = String::from(
         "SELECT s.file_path, s.session_id,
                 CASE WHEN json_type(s.header_raw, '$.cwd') = 'text'
@@ -340,7 +341,7 @@ pub struct Related {
 }
 
 /// `Related` for the session `session_id` kept in the file `path`.
-pub fn related(store: &Index, session_id: &str, path: &str) -> rusqlite::Result<Related> {
+pub fn related(store: &Index, session_id: &str, path: &str) -> Result<Related, QueryError> {
     let conn = store.connection();
     let link = |row: &rusqlite::Row<'_>| {
         let (name, first): (Option<String>, Option<String>) = (row.get(2)?, row.get(3)?);

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::QueryError;
 use super::scope::{Columns, Scope};
 use crate::store::Index;
 use crate::time::format_iso_ms;
@@ -42,7 +43,7 @@ pub struct SubagentRun {
 }
 
 /// The runs matching `query`, newest first.
-pub fn run(store: &Index, query: &SubagentsQuery) -> rusqlite::Result<Vec<SubagentRun>> {
+pub fn run(store: &Index, query: &SubagentsQuery) -> Result<Vec<SubagentRun>, QueryError> {
     let scope = query
         .scope
         .conditions(&Columns::sessions("r.timestamp_ms"), 3);
@@ -87,5 +88,5 @@ pub fn run(store: &Index, query: &SubagentsQuery) -> rusqlite::Result<Vec<Subage
             artifacts_missing: row.get(14)?,
         })
     })?;
-    rows.collect()
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

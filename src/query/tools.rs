@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::QueryError;
 use super::scope::{Columns, Scope};
 use crate::store::Index;
 
@@ -50,7 +51,7 @@ pub struct ToolStats {
 }
 
 /// Per group, most calls first.
-pub fn run(store: &Index, query: &ToolsQuery) -> rusqlite::Result<Vec<ToolStats>> {
+pub fn run(store: &Index, query: &ToolsQuery) -> Result<Vec<ToolStats>, QueryError> {
     let key = match query.by {
         ToolsBy::Name => "t.name",
         ToolsBy::Session => "t.session_id",

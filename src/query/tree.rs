@@ -261,6 +261,15 @@ pub struct SessionTree {
 }
 
 impl SessionTree {
+    /// The tree of the session `arg` names (id, id prefix or file path),
+    /// found and read in one snapshot: what every front-end shows.
+    pub fn named(store: &Index, arg: &str) -> Result<SessionTree, ViewError> {
+        store.in_snapshot(|store| {
+            let found = resolve(store, arg)?;
+            Self::load(store, found)
+        })
+    }
+
     /// The session's tree; image payloads stay out (see `images`).
     pub fn load(store: &Index, session: SessionRef) -> Result<SessionTree, ViewError> {
         Self::load_entries(store, session, false)
@@ -327,11 +336,11 @@ impl SessionTree {
                 source,
             })?;
             let rowid: i64 = row.get(0)?;
-            crate::store::restore_entry(conn, rowid, &mut raw, with_images)?.map_err(|path| {
+            crate::store::restore_entry(conn, rowid, &mut raw, with_images)?.map_err(|err| {
                 ViewError::BadImagePath {
                     path: session.path.clone(),
                     entry: id.clone(),
-                    json_path: path,
+                    json_path: err.json_path,
                 }
             })?;
             nodes.push(Node {

@@ -25,16 +25,21 @@ pub fn marked(snippet: &str) -> String {
     snippet.replace(MARK_OPEN, "«").replace(MARK_CLOSE, "»")
 }
 
+/// Hits as programs get them (`--json`, `--csv`, serve's API, MCP): each
+/// snippet's marks as `«` `»`.
+pub fn with_marks(hits: Vec<Hit>) -> Vec<Hit> {
+    hits.into_iter()
+        .map(|hit| Hit {
+            snippet: marked(&hit.snippet),
+            ..hit
+        })
+        .collect()
+}
+
 pub fn write(out: &mut dyn Write, hits: &[Hit], format: Format, term: &Term) -> io::Result<()> {
     match format {
         Format::Json | Format::Csv => {
-            let hits: Vec<Hit> = hits
-                .iter()
-                .map(|hit| Hit {
-                    snippet: marked(&hit.snippet),
-                    ..hit.clone()
-                })
-                .collect();
+            let hits = with_marks(hits.to_vec());
             if format == Format::Json {
                 write_json(out, &hits)
             } else {

@@ -12,13 +12,14 @@ use serde_json::Value;
 use super::http::Answer;
 use super::local::Local;
 use super::params::{BadParam, Params};
-use crate::query::search::sessions::search_sessions;
-use crate::query::search::{self, Hit, SearchError, SearchOptions, Sort};
-use crate::query::sessions::{self, SessionInfo, SessionsQuery};
+use crate::query::request::SearchRequest;
+use crate::query::search::{Hit, SearchError, SearchOptions};
+use crate::query::sessions::{SessionInfo, SessionsQuery};
 use crate::query::subagents::{self, SubagentsQuery};
 use crate::query::tools::{self, ToolsBy, ToolsQuery};
 use crate::query::tree::{self, SessionTree, ViewError};
 use crate::query::usage::{self, GroupBy, UsageOptions};
+use crate::query::{Class, QueryError};
 use crate::render;
 use crate::store::Stop;
 use crate::store::StoreError;
@@ -45,48 +46,36 @@ impl From<BadParam> for Failure {
     }
 }
 
-impl From<StoreError> for Failure {
-    fn from(err: StoreError) -> Failure {
-        let status = if matches!(err, StoreError::Missing { .. }) {
-            503
-        } else {
-            500
+impl From<QueryError> for Failure {
+    /// One mapping for every question: the error's class is the status.
+    fn from(err: QueryError) -> Failure {
+        let status = match err.class() {
+            Class::Caller => 400,
+            Class::NotFound => 404,
+            Class::Unavailable => 503,
+            Class::Internal => 500,
         };
         Failure::new(status, crate::error_chain(&err))
     }
 }
 
-impl From<ViewError> for Failure {
-    fn from(err: ViewError) -> Failure {
-        let message = crate::error_chain(&err);
-        match err {
-            ViewError::NotFound(_)
-            | ViewError::UnknownEntry { .. }
-            | ViewError::AmbiguousEntry { .. } => Failure::new(404, message),
-            ViewError::Ambiguous { .. } => Failure::new(400, message),
-            _ => Failure::new(500, message),
+/// The query layer's errors, each through `QueryError`'s classes.
+macro_rules! through_query_error {
+    ($($error:ty),*) => {$(
+        impl From<$error> for Failure {
+            fn from(err: $error) -> Failure {
+                QueryError::from(err).into()
+            }
         }
-    }
+    )*};
 }
-
-impl From<SearchError> for Failure {
-    fn from(err: SearchError) -> Failure {
-        let status = if err.is_callers() { 400 } else { 500 };
-        Failure::new(status, crate::error_chain(&err))
-    }
-}
-
-impl From<rusqlite::Error> for Failure {
-    fn from(err: rusqlite::Error) -> Failure {
-        Failure::new(500, crate::error_chain(&err))
-    }
-}
-
-impl From<usage::UsageError> for Failure {
-    fn from(err: usage::UsageError) -> Failure {
-        Failure::new(500, crate::error_chain(&err))
-    }
-}
+through_query_error!(
+    StoreError,
+    ViewError,
+    SearchError,
+    usage::UsageError,
+    rusqlite::Error
+);
 
 /// The answer as the CLI prints it: pretty JSON and a newline.
 pub fn json(value: &impl Serialize) -> Answer {
@@ -107,34 +96,12 @@ pub fn error(failure: &Failure) -> Answer {
 /// search (any web page can, with an `<img>`) must not hold one for long.
 pub const SEARCH_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// The search options `search`'s flags make, from the parameters.
+/// The search options `search`'s flags make, from the parameters (the
+/// same `SearchRequest`; the query is `q`).
 pub fn search_options(params: &Params, local: &Local) -> Result<SearchOptions, Failure> {
-    let options = SearchOptions {
-        query: params.string("q").unwrap_or_default(),
-        scope: params.scope()?,
-        roles: params.all("role"),
-        entry_types: params.all("type"),
-        tool: params.string("tool"),
-        model: params.string("model"),
-        limit: params.count("limit")?.unwrap_or(20),
-        sort: match params.choice("sort", &["rank", "recent"])? {
-            "recent" => Sort::Recent,
-            _ => Sort::Rank,
-        },
-        raw: params.flag("raw")?,
-        substring: params.flag("substring")?,
-        stop: local.search_budget().map_or_else(Stop::never, Stop::after),
-    };
-    if options.raw && options.substring {
-        return Err(Failure::new(
-            400,
-            "raw and substring do not go together; pass one",
-        ));
-    }
-    if options.query.trim().is_empty() {
-        return Err(Failure::new(400, "q is missing: send q=WORDS"));
-    }
-    Ok(options)
+    let request: SearchRequest = params.request(&[("query", "q")])?;
+    let stop = local.search_budget().map_or_else(Stop::never, Stop::after);
+    Ok(request.options(stop, "")?)
 }
 
 /// What a search holds while it runs: a place among the searches (else a
@@ -157,36 +124,26 @@ fn start_search(
 /// replaced), and the time it took.
 pub fn run_search(local: &mut Local, options: &SearchOptions) -> Result<(Vec<Hit>, f64), Failure> {
     let start = Instant::now();
-    if options.limit == 0 {
-        return Ok((Vec::new(), 0.0));
-    }
     let _running = start_search(local, &options.stop)?;
-    let (index, head) = local.parts()?;
-    let hits = search::search_again(index, head, options)?;
+    let (source, head) = local.parts()?;
+    let hits = source.search(head, options)?;
     Ok((hits, start.elapsed().as_secs_f64() * 1000.0))
 }
 
 /// `GET /api/search`: `search --json` (with `sessions=1`: `search -l --json`).
 pub fn search(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
     let options = search_options(params, local)?;
-    if params.flag("sessions")? {
+    if params.request::<SearchRequest>(&[("query", "q")])?.sessions {
         let start = Instant::now();
         let _running = start_search(local, &options.stop)?;
-        let (index, head) = local.parts()?;
-        let found = search_sessions(index, std::mem::take(head), &options, options.limit)?;
+        let (source, head) = local.parts()?;
+        let found = source.search_sessions(std::mem::take(head), &options, options.limit)?;
         let mut answer = json(&found);
         answer.timing = Some(start.elapsed().as_secs_f64() * 1000.0);
         return Ok(answer);
     }
     let (hits, ms) = run_search(local, &options)?;
-    let hits: Vec<Hit> = hits
-        .into_iter()
-        .map(|hit| Hit {
-            snippet: render::hits::marked(&hit.snippet),
-            ..hit
-        })
-        .collect();
-    let mut answer = json(&hits);
+    let mut answer = json(&render::hits::with_marks(hits));
     answer.timing = Some(ms);
     Ok(answer)
 }
@@ -198,7 +155,7 @@ pub fn session_list(local: &mut Local, params: &Params) -> Result<Vec<SessionInf
         limit: params.count("limit")?,
         all: params.flag("all")?,
     };
-    Ok(sessions::list(local.index()?, &query)?)
+    Ok(local.source()?.sessions(&query)?)
 }
 
 /// `GET /api/sessions`: `sessions --json`.
@@ -210,11 +167,7 @@ pub fn sessions(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
 
 /// The tree of the session `arg` names, read in one snapshot.
 pub fn load_tree(local: &mut Local, arg: &str) -> Result<SessionTree, Failure> {
-    let index = local.index()?;
-    Ok(index.in_snapshot(|index| {
-        let found = tree::resolve(index, arg)?;
-        SessionTree::load(index, found)
-    })?)
+    Ok(SessionTree::named(local.index()?, arg)?)
 }
 
 /// `GET /api/sessions/<id>`: `show <id> --json` (`branch=LEAF`: `--branch`).
@@ -244,7 +197,7 @@ pub fn subagent_runs(
         failed: params.flag("failed")?,
         limit: params.count("limit")?,
     };
-    Ok(subagents::run(local.index()?, &query)?)
+    Ok(local.source()?.subagents(&query)?)
 }
 
 /// `GET /api/subagents`: `subagents --json`.
@@ -266,7 +219,7 @@ pub fn usage_report(
         prices: None,
         limit: params.count("limit")?,
     };
-    Ok(usage::run(local.index()?, &options)?)
+    Ok(local.source()?.usage(&options)?)
 }
 
 /// `GET /api/usage`: `usage --json` (`by=day|week|month|model|provider|project|session`).
@@ -286,7 +239,7 @@ pub fn tool_stats(local: &mut Local, params: &Params) -> Result<Vec<tools::ToolS
         scope: params.scope()?,
         limit: params.count("limit")?,
     };
-    Ok(tools::run(local.index()?, &query)?)
+    Ok(local.source()?.tools(&query)?)
 }
 
 /// `GET /api/tools`: `tools --json` (`by=name|session|project`).

@@ -1,5 +1,6 @@
-//! What one worker of the server keeps between requests (`Local`: its
-//! read-only `Index`, opened when first needed, and its search readers)
+//! What one worker of the server keeps between requests (`Local`: where it
+//! asks, the read-only index or with `--pg` the team store, opened when
+//! first needed, and its search readers)
 //! and the places for searches all workers share (`Searches`), so a page
 //! is always left a worker.
 
@@ -8,7 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::query::QueryError;
 use crate::query::search::HeadStart;
+use crate::query::source::{Source, Team};
 use crate::store::{Index, StoreError};
 
 /// What one worker keeps between requests: its connection to the index
@@ -16,7 +19,9 @@ use crate::store::{Index, StoreError};
 /// made the database) and the shard readers of its searches.
 pub struct Local {
     pub db: PathBuf,
-    index: Option<Index>,
+    /// The team store asked instead of the index (`serve --pg`).
+    team: Option<Team>,
+    source: Option<Source>,
     pub head: HeadStart,
     searches: Searches,
     /// The address of the request being answered, to notice when its
@@ -54,10 +59,11 @@ impl Searches {
 }
 
 impl Local {
-    pub fn new(db: PathBuf, searches: Searches) -> Local {
+    pub fn new(db: PathBuf, team: Option<Team>, searches: Searches) -> Local {
         Local {
             db,
-            index: None,
+            team,
+            source: None,
             head: HeadStart::default(),
             searches,
             client: None,
@@ -77,27 +83,38 @@ impl Local {
         (taken < *max).then_some(slot)
     }
 
-    /// The index and the search readers, opening the index if needed.
-    pub fn parts(&mut self) -> Result<(&Index, &mut HeadStart), StoreError> {
-        if self.index.is_none() {
-            self.index = Some(Index::open(&self.db)?);
+    /// Where questions are answered (the index, or the team store with
+    /// `--pg`) and the search readers, opening it if needed.
+    pub fn parts(&mut self) -> Result<(&mut Source, &mut HeadStart), QueryError> {
+        if self.source.is_none() {
+            self.source = Some(Source::open(&self.db, self.team.as_ref())?);
         }
-        match &self.index {
-            Some(index) => Ok((index, &mut self.head)),
-            None => Err(StoreError::Missing {
+        let source = self.source.as_mut().ok_or_else(|| {
+            QueryError::Store(StoreError::Missing {
                 path: self.db.clone(),
-            }),
-        }
+            })
+        })?;
+        Ok((source, &mut self.head))
     }
 
-    pub fn index(&mut self) -> Result<&Index, StoreError> {
+    pub fn source(&mut self) -> Result<&mut Source, QueryError> {
         Ok(self.parts()?.0)
+    }
+
+    /// The index, for what only the index holds (a session's entries and
+    /// tree, images); with `--pg` such a request is refused.
+    pub fn index(&mut self) -> Result<&Index, QueryError> {
+        self.source()?.index().ok_or_else(|| {
+            QueryError::Request(
+                "serve --pg answers from the team store, which holds no session's entries; this page needs the index (serve without --pg)".into(),
+            )
+        })
     }
 
     /// Drops the connections after a failure: the database may have been
     /// rebuilt or re-sharded; the next request opens it afresh.
     pub fn reset(&mut self) {
-        self.index = None;
+        self.source = None;
         self.head = HeadStart::default();
     }
 }
@@ -108,7 +125,7 @@ mod tests {
 
     #[test]
     fn searches_leave_a_worker_for_the_pages() {
-        let local = Local::new(PathBuf::from("/nonexistent"), Searches::new(3, None));
+        let local = Local::new(PathBuf::from("/nonexistent"), None, Searches::new(3, None));
         let first = local.search_slot().expect("a place");
         let second = local.search_slot().expect("a second place");
         assert!(
@@ -121,7 +138,7 @@ mod tests {
             .expect("a place given back is taken again");
         assert!(local.search_slot().is_none());
         drop((second, third));
-        let alone = Local::new(PathBuf::from("/nonexistent"), Searches::new(1, None));
+        let alone = Local::new(PathBuf::from("/nonexistent"), None, Searches::new(1, None));
         assert!(alone.search_slot().is_some(), "one worker also searches");
     }
 }

@@ -39,6 +39,8 @@ pub use server::{Events, Server};
 #[derive(Debug, Clone)]
 pub struct Options {
     pub db: PathBuf,
+    /// Answer from this team store instead of the index (`serve --pg`).
+    pub team: Option<crate::query::source::Team>,
     pub addr: SocketAddr,
     /// Needed for any request when set: `Authorization: Bearer`, `?token=`
     /// (then a cookie) or the cookie.

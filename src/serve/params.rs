@@ -3,6 +3,11 @@
 //! way the CLI's flags are: the same names (`role`, `type`, `project`,
 //! `since`, …), a repeated name for a list.
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::query::request::argument_schema;
 use crate::query::scope::{Scope, ScopeText, now_ms};
 
 /// The parameters in order; a name may repeat.
@@ -93,17 +98,58 @@ impl Params {
 
     /// The scope parameters, read as the CLI's scope flags are.
     pub fn scope(&self) -> Result<Scope, BadParam> {
-        let text = ScopeText {
-            project: self.string("project"),
-            cwd: self.string("cwd"),
-            session: self.string("session"),
-            agent: self.string("agent"),
-            since: self.string("since"),
-            until: self.string("until"),
-            tz: self.string("tz"),
-        };
+        let text: ScopeText = self.request(&[])?;
         text.scope(now_ms(), "")
             .map_err(|err| BadParam(crate::error_chain(&err)))
+    }
+
+    /// A request type of `query` (`SearchRequest`, `ScopeText`) filled from
+    /// the parameters its schema names, each read by its type there: a
+    /// flag, a count, a list (repeated or comma-separated), or a text. `renames` gives a field another parameter name
+    /// (`("query", "q")`).
+    pub fn request<T: DeserializeOwned + JsonSchema>(
+        &self,
+        renames: &[(&str, &str)],
+    ) -> Result<T, BadParam> {
+        let (properties, required) = argument_schema::<T>();
+        let mut object = Map::new();
+        for (field, schema) in &properties {
+            let name = renames
+                .iter()
+                .find(|(from, _)| from == field)
+                .map_or(field.as_str(), |(_, to)| to);
+            if let Some(value) = self.value(name, schema)? {
+                object.insert(field.clone(), value);
+            }
+        }
+        if let Some(field) = required.iter().find(|field| !object.contains_key(*field)) {
+            let name = renames
+                .iter()
+                .find(|(from, _)| from == field)
+                .map_or(field.as_str(), |(_, to)| to);
+            return Err(BadParam(format!("{name} is missing: send {name}=…")));
+        }
+        serde_json::from_value(Value::Object(object))
+            .map_err(|err| BadParam(format!("a parameter is not one its field takes: {err}")))
+    }
+
+    /// The value of parameter `name` as its schema types it; `None` when
+    /// it is absent.
+    fn value(&self, name: &str, schema: &Value) -> Result<Option<Value>, BadParam> {
+        if schema.get("anyOf").is_some() || schema["type"] == "array" {
+            let all = self.all(name);
+            return Ok((!all.is_empty()).then(|| all.into()));
+        }
+        if self.get(name).is_none() {
+            return Ok(None);
+        }
+        Ok(Some(match schema["type"].as_str() {
+            Some("boolean") => self.flag(name)?.into(),
+            Some("integer") => self.count(name)?.into(),
+            // A text, an `enum`'s too: the type it fills says what it
+            // takes (`agent` takes more names than its schema lists).
+            _ => self.get(name).unwrap_or_default().into(),
+        }))
     }
 
     /// The parameters again as a query string, with `set` replacing (or

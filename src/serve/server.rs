@@ -151,7 +151,7 @@ impl Server {
     }
 
     fn work(&self, searches: Searches) {
-        let mut local = Local::new(self.options.db.clone(), searches);
+        let mut local = Local::new(self.options.db.clone(), self.options.team.clone(), searches);
         while let Ok(request) = self.http.recv() {
             self.handle(&mut local, request);
         }

@@ -247,8 +247,9 @@ impl Index {
         &self.path
     }
 
-    /// The connection, for the query modules (they only read).
-    pub fn connection(&self) -> &Connection {
+    /// The connection, for the query modules (they only read); not part
+    /// of the library's interface: front-ends ask `query`, never SQLite.
+    pub(crate) fn connection(&self) -> &Connection {
         &self.conn
     }
 

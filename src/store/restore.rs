@@ -71,7 +71,7 @@ pub fn restore_entry(
     entry_rowid: i64,
     value: &mut Value,
     images: bool,
-) -> rusqlite::Result<Result<(), String>> {
+) -> rusqlite::Result<Result<(), crate::normalize::payload::ImagePathError>> {
     crate::normalize::shared::restore(value, shared_values(conn, entry_rowid)?);
     if !images {
         return Ok(Ok(()));

@@ -224,6 +224,23 @@ impl Writer {
         Ok(())
     }
 
+    /// The files under `root` whose session oh-my-pi wrote: where its full
+    /// tool outputs (`<file without .jsonl>/<N>.<tool>.log`) can be, at
+    /// whatever depth below the root the sessions are.
+    pub fn omp_session_files(&self, root: &str) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT f.path FROM files f JOIN sessions s ON s.file_id = f.file_id
+                  WHERE f.root = ?1 AND s.agent = 'omp' ORDER BY f.path",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([root], |row| row.get::<_, String>(0))
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
     /// Every artifact file the database knows, by path.
     pub fn artifact_states(&self) -> Result<HashMap<String, ArtifactState>> {
         let mut stmt = self

@@ -558,34 +558,33 @@ impl Writer {
     /// has been written, every later statement that opens a statement
     /// savepoint (an INSERT ... SELECT, an upsert) makes FTS5 write its
     /// pending terms to disk: written per entry, one small segment per
-    /// message was merged again and again, a fifth of a cold sync. For the
-    /// same reason each row is inserted with VALUES.
+    /// message was merged again and again, a fifth of a cold sync.
+    ///
+    /// One statement for them all, the rowids passed as a JSON array: a
+    /// query of the view by `entry_rowid = ?1` was prepared again by SQLite
+    /// at every new rowid (its plan depends on the bound value), 16 % of the
+    /// writer thread's time in a cold sync (perf, docs/performance.md).
+    /// CROSS JOIN keeps the list outermost: with a plain JOIN, SQLite
+    /// scanned every message of the index once per commit.
     pub(super) fn index_pending_messages(&self) -> Result<()> {
         let rowids = std::mem::take(&mut *self.pending_messages.borrow_mut());
-        for rowid in rowids {
-            let row: Option<(String, String, String, Option<String>)> = self
-                .conn
-                .prepare_cached(
-                    "SELECT text, session_id, role, time FROM v_message_text WHERE entry_rowid = ?1",
-                )
-                .and_then(|mut stmt| {
-                    stmt.query_row([rowid], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-                    })
-                    .optional()
-                })
-                .map_err(self.err())?;
-            let Some((text, session_id, role, time)) = row else {
-                continue;
-            };
-            self.conn
-                .prepare_cached(
-                    "INSERT INTO message_fts(rowid, text, session_id, role, time)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .and_then(|mut stmt| stmt.execute(params![rowid, text, session_id, role, time]))
-                .map_err(self.err())?;
+        if rowids.is_empty() {
+            return Ok(());
         }
+        let list = rowids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        self.conn
+            .prepare_cached(
+                "INSERT INTO message_fts(rowid, text, session_id, role, time)
+                 SELECT v.entry_rowid, v.text, v.session_id, v.role, v.time
+                   FROM json_each(?1) j CROSS JOIN v_message_text v ON v.entry_rowid = j.value
+                  ORDER BY j.key",
+            )
+            .and_then(|mut stmt| stmt.execute([format!("[{list}]")]))
+            .map_err(self.err())?;
         Ok(())
     }
 

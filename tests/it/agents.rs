@@ -894,6 +894,27 @@ fn same_as_fresh(env: &Env) {
     );
 }
 
+/// A root above omp's sessions folder (`--root ~/.omp`, say) puts the
+/// session folders deeper than omp's own layout: their full outputs are
+/// found all the same, and no warning calls them missing.
+#[test]
+fn omp_full_outputs_are_found_at_any_depth_below_the_root() {
+    let env = Env::new();
+    copy_tree(
+        &fixtures().join("omp/sessions"),
+        &env.root.join("agent/sessions"),
+    );
+    let report = env.sync();
+    assert!(
+        !report["warnings"].to_string().contains("full output"),
+        "{report:#}"
+    );
+    let hits = json(&env, &["search", "yakfjord", "--json"]);
+    let hits = hits.as_array().expect("hits");
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+    assert_eq!(hits[0]["json_path"], "artifact://0");
+}
+
 /// omp's full output of a truncated tool result (`<session>/0.bash.log`,
 /// named `artifact://0` by the result) is searched as part of that result,
 /// and the hit says which file it is in; a `.log` that goes, comes back or

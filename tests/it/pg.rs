@@ -720,3 +720,111 @@ fn sql_on_the_team_store_never_writes_nor_reads_the_servers_files() {
     let report = push(&env, &superuser);
     assert_eq!(report["files_sent"].as_u64(), Some(0), "{report}");
 }
+
+/// The ids of the sessions in a `sessions --json` answer (Pi's `id`) or a
+/// search's hits (`session_id`).
+fn ids_of(list: &Value, key: &str) -> std::collections::BTreeSet<String> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|item| item[key].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn serve_and_mcp_answer_from_the_team_store_as_the_cli_does() {
+    use std::io::{BufRead, Write};
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+    let sessions = json(&env, &["sessions", "--all", "--json"]);
+    let hits = json(&env, &["search", "crate", "--json", "-n", "500"]);
+    assert!(!ids_of(&sessions, "id").is_empty());
+    assert!(!ids_of(&hits, "session_id").is_empty());
+    // The index is gone: every answer below comes from the team store.
+    for file in std::fs::read_dir(env.db.parent().expect("a directory")).expect("list") {
+        let path = file.expect("an entry").path();
+        if path
+            .to_string_lossy()
+            .starts_with(&*env.db.to_string_lossy())
+        {
+            std::fs::remove_file(&path).expect("remove an index file");
+        }
+    }
+    assert!(!env.db.exists());
+
+    // serve --pg: the API's sessions and hits are the index's; a page that
+    // needs the index's entries says so.
+    let served = crate::serve::Served::start(&env, &["--pg", &url]);
+    let (status, _, body) = served.get("/api/sessions?all=1", &[]);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let served_sessions: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(served_sessions, sessions);
+    let (status, _, body) = served.get("/api/search?q=crate&limit=500", &[]);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let served_hits: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(
+        ids_of(&served_hits, "session_id"),
+        ids_of(&hits, "session_id")
+    );
+    let id = sessions[0]["id"].as_str().expect("an id");
+    let (status, _, _) = served.get(&format!("/api/sessions/{id}"), &[]);
+    assert_eq!(status, 400);
+    drop(served);
+
+    // mcp --pg: list_sessions and search find the same sessions.
+    let mut child = env
+        .command(&["mcp", "--pg", &url])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start piidx mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let call = |id: i64, name: &str, arguments: Value| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": {"name": name, "arguments": arguments}})
+    };
+    for message in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "pg-test", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call(
+            2,
+            "list_sessions",
+            serde_json::json!({"max_bytes": 4_194_304}),
+        ),
+        call(
+            3,
+            "search",
+            serde_json::json!({"query": "crate", "limit": 500, "max_bytes": 4_194_304}),
+        ),
+    ] {
+        writeln!(stdin, "{message}").expect("send");
+    }
+    // The server answers every line, then ends when stdin closes.
+    drop(stdin);
+    let replies: Vec<Value> = std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .lines()
+        .map(|line| serde_json::from_str(&line.expect("a line")).expect("JSON"))
+        .collect();
+    assert!(child.wait().expect("mcp exits").success());
+    let answer = |id: i64| -> &Value {
+        let reply = replies
+            .iter()
+            .find(|reply| reply["id"] == id)
+            .unwrap_or_else(|| panic!("a reply to {id}: {replies:?}"));
+        &reply["result"]["structuredContent"]
+    };
+    assert_eq!(answer(2)["next_cursor"], Value::Null);
+    assert_eq!(
+        ids_of(&answer(2)["sessions"], "id"),
+        ids_of(&sessions, "id")
+    );
+    assert_eq!(answer(3)["next_cursor"], Value::Null);
+    assert_eq!(
+        ids_of(&answer(3)["hits"], "session_id"),
+        ids_of(&hits, "session_id")
+    );
+}

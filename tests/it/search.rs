@@ -733,10 +733,25 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
 
     // Every match, scored and weighed as docs/search.md defines it, best
     // chunk per entry, ties newest first.
-    let store = piidx::store::Index::open(&env.db).expect("open");
-    let shards = store.attach_fts().expect("shards");
-    assert_eq!(shards.len(), 2);
-    let conn = store.connection();
+    // The index's files opened here, as `piidx sql` attaches them: the
+    // library keeps its connection to itself.
+    let paths = crate::util::shard_paths(&env.db);
+    assert_eq!(paths.len(), 2);
+    let conn = &rusqlite::Connection::open(&env.db).expect("open");
+    piidx::store::register_functions(conn).expect("sql functions");
+    let shards: Vec<String> = paths
+        .iter()
+        .enumerate()
+        .map(|(k, path)| {
+            let schema = format!("fts{k}");
+            conn.execute(
+                &format!("ATTACH DATABASE ?1 AS {schema}"),
+                [path.to_string_lossy()],
+            )
+            .expect("attach");
+            schema
+        })
+        .collect();
     piidx::store::rank::register(conn).expect("register");
     let scored = |expr: &str, kinds: &[&str], since_ms: i64, weights: &str| {
         let mut rows: Vec<(f64, i64, i64, String)> = Vec::new();

@@ -13,7 +13,9 @@ pub mod usage;
 
 use postgres::types::ToSql;
 
-use super::scope::{Columns, Scope};
+use rusqlite::types::Value as SqlValue;
+
+use super::scope::{Columns, Dialect, Scope};
 pub use crate::store::pg::{Pg, PgError};
 
 /// Parameters of a query, numbered `$1`… in order.
@@ -33,7 +35,8 @@ impl Params {
 }
 
 /// The scope (and machine) as PostgreSQL conditions over `columns`, each
-/// to be AND-ed; `machine` is the SQL of the machine label column.
+/// to be AND-ed: the scope's one translation (`Scope::conditions_in`) in
+/// PostgreSQL's dialect, then `machine_column` = `machine`.
 pub fn conditions(
     scope: &Scope,
     machine: Option<&str>,
@@ -41,48 +44,21 @@ pub fn conditions(
     machine_column: &str,
     params: &mut Params,
 ) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(project) = &scope.project {
-        let n = params.add(project.clone());
-        out.push(format!(
-            "({} = $%{n} OR strpos({}, $%{n}) > 0)",
-            columns.project_dir, columns.cwd
-        ));
-    }
-    if let Some(cwd) = &scope.cwd {
-        let trimmed = if cwd.len() > 1 {
-            cwd.trim_end_matches('/')
-        } else {
-            cwd.as_str()
+    let scoped = scope.conditions_in(Dialect::Postgres, columns, params.0.len() + 1);
+    for value in scoped.params {
+        match value {
+            SqlValue::Integer(n) => params.add(n),
+            SqlValue::Text(text) => params.add(text),
+            // A scope binds only texts and times.
+            _ => params.add(Option::<String>::None),
         };
-        let n = params.add(trimmed.to_owned());
-        out.push(format!(
-            "({c} = $%{n} OR left({c}, length(rtrim($%{n}, '/')) + 1) = rtrim($%{n}, '/') || '/')",
-            c = columns.cwd
-        ));
     }
-    if let Some(session) = &scope.session {
-        let n = params.add(session.clone());
-        out.push(format!(
-            "(left({id}, length($%{n})) = $%{n} OR {path} = $%{n})",
-            id = columns.session_id,
-            path = columns.file_path
-        ));
-    }
-    if let Some(since) = scope.since {
-        let n = params.add(since.start_ms(&scope.tz));
-        out.push(format!("{} >= $%{n}", columns.time_ms));
-    }
-    if let Some(until) = scope.until {
-        let n = params.add(until.end_ms(&scope.tz));
-        out.push(format!("{} < $%{n}", columns.time_ms));
-    }
+    let mut out = scoped.sql;
     if let Some(machine) = machine {
         let n = params.add(machine.to_owned());
-        out.push(format!("{machine_column} = $%{n}"));
+        out.push(format!("{machine_column} = ${n}"));
     }
-    // `$%n` keeps `format!` from reading `$n` as anything; made `$n` here.
-    out.into_iter().map(|sql| sql.replace("$%", "$")).collect()
+    out
 }
 
 /// ` AND a AND b`, or nothing.

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 
 use rusqlite::OptionalExtension;
 
+use super::body::chunk_body;
 use super::plan::Plan;
-use super::snippet::{chunk_body, clean_snippet, scan_snippet, snippets_of};
+use super::snippet::{clean_snippet, scan_snippet, snippets_of};
 use super::{Hit, RunRef};
 use crate::time::format_iso_ms;
 

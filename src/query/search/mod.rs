@@ -23,6 +23,7 @@
 //! out of their entries by `chunk_text` and re-tokenised in a scratch
 //! table).
 
+mod body;
 pub mod chunk_text;
 mod hit;
 mod outputs;
@@ -58,10 +59,27 @@ use weigh::{best_bm25_first, rank_sql};
 pub const MARK_OPEN: char = '\u{2}';
 pub const MARK_CLOSE: char = '\u{3}';
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The order of hits (`--sort`, `sort`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Sort {
+    // `value(help)`, not doc comments: a variant's doc comment would make
+    // its schema a `oneOf` of descriptions instead of a plain `enum`.
     #[default]
+    #[value(help = "Best matches first")]
     Rank,
+    #[value(help = "Newest first")]
     Recent,
 }
 
@@ -145,9 +163,7 @@ pub enum SearchError {
     Empty(String),
     #[error("FTS5 syntax error in --raw query {query:?}: {message}")]
     RawSyntax { query: String, message: String },
-    #[error(
-        "unknown role {0:?}; use one of user, assistant, thinking, tool_call, tool_result, bash, summary, compaction, branch_summary, custom, system, usage, context_edit, label, session_name, other"
-    )]
+    #[error("unknown role {0:?}; use one of {roles}", roles = ROLES.join(", "))]
     Role(String),
     #[error(
         "the query has {count} terms and at most {max} are searched; leave out the common words (the rarest find the most)"
@@ -312,8 +328,12 @@ pub fn search_again(
     head: &mut HeadStart,
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, SearchError> {
+    // No hits asked for: nothing is read, whichever front-end asks.
+    if options.limit == 0 {
+        return Ok(Vec::new());
+    }
     let plan = plan(options)?;
-    let limit = options.limit.max(1);
+    let limit = options.limit;
     let conn = store.connection();
     let stop = options.stop.bounded(SEARCH_BUDGET);
     head.readers.set_stop(stop.clone());

@@ -285,6 +285,20 @@ pub(super) fn query_params(
         .collect()
 }
 
+/// Runs `sql` with as many of `params` as it has parameters: a restriction
+/// or lookup refers to some of the filters only.
+pub(super) fn query_rows<T>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: &[SqlValue],
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let used = stmt.parameter_count().min(params.len());
+    stmt.query_map(rusqlite::params_from_iter(&params[..used]), row)?
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

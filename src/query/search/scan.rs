@@ -3,7 +3,7 @@
 //! than a trigram) tests the candidate chunks' text in Rust, newest first
 //! (`scan_chunks`, with `FieldCache` so that each entry is read and each
 //! field decoded once), and a hit's text is read only as far as its window
-//! (`scan_raw`). The `fts_content` view would parse the whole entry and
+//! (`body::scan_raw`). The `fts_content` view would parse the whole entry and
 //! decode the whole field for every chunk: milliseconds per chunk of a
 //! multi-MB tool output.
 
@@ -11,8 +11,8 @@ use rusqlite::OptionalExtension;
 use rusqlite::types::Value as SqlValue;
 
 use super::SearchError;
+use super::body::chunk_body;
 use super::chunk_text;
-use super::snippet::chunk_body;
 use super::weigh::Ranked;
 
 /// Stage 1 of a scan (`--substring`, short CJK terms): the SQL lists the
@@ -176,33 +176,4 @@ impl FieldCache {
             .get(start..start.saturating_add(len).min(text.len()))
             .map(str::to_owned))
     }
-}
-
-/// Reads `entries.raw` only as far as the chunk's window needs: escapes
-/// only lengthen text, so the window ends at least `start + len` bytes in.
-/// That much and a margin is read first, the rest only if it was short.
-/// Any failure (the row is gone, the JSON is not as expected) is `None`.
-pub(super) fn scan_raw(
-    conn: &rusqlite::Connection,
-    entry_rowid: i64,
-    json_path: &str,
-    start: usize,
-    len: usize,
-) -> Option<String> {
-    let blob = conn
-        .blob_open(rusqlite::MAIN_DB, "entries", "raw", entry_rowid, true)
-        .ok()?;
-    let size = blob.len();
-    let first = size.min(start.saturating_add(len).saturating_mul(9) / 8 + 64 * 1024);
-    let mut raw = vec![0; first];
-    blob.read_at_exact(&mut raw, 0).ok()?;
-    if let Some(text) = chunk_text::span_text(&raw, json_path, start, len) {
-        return Some(text);
-    }
-    if first == size {
-        return None;
-    }
-    raw.resize(size, 0);
-    blob.read_at_exact(&mut raw[first..], first).ok()?;
-    chunk_text::span_text(&raw, json_path, start, len)
 }

@@ -1,14 +1,12 @@
 //! The snippet of a hit, computed for the hits printed only: a chunk's
-//! text (`chunk_body`: cut out of its entry's JSON, or read through the
+//! text (`body::chunk_body`: cut out of its entry's JSON, or read through the
 //! `fts_content` view), marked by FTS5's own `snippet()` for a word search
 //! (`snippets_of`, in a scratch table: the shards store no text) or around
 //! the first term for a scan (`scan_snippet`), and made one safe line.
 
 use std::collections::HashMap;
 
-use rusqlite::OptionalExtension;
-
-use super::scan::scan_raw;
+use super::body::chunk_body;
 use super::{MARK_CLOSE, MARK_OPEN};
 
 /// Control characters (newlines, tabs, terminal escapes from tool output)
@@ -104,46 +102,6 @@ pub(super) fn snippets_of(
     snippets
         .query_map([expr], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect()
-}
-
-/// The text of one chunk: cut out of the entry's JSON by `chunk_text`, or
-/// by the `fts_content` view (which parses the whole entry) when that scan
-/// does not find it. `None` when the chunk is gone.
-pub(super) fn chunk_body(
-    conn: &rusqlite::Connection,
-    chunk_id: i64,
-) -> rusqlite::Result<Option<String>> {
-    let chunk = conn
-        .prepare_cached(
-            "SELECT entry_rowid, json_path, start, len, fts_rowid IS NOT NULL
-               FROM chunks WHERE chunk_id = ?1",
-        )?
-        .query_row([chunk_id], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                usize::try_from(row.get::<_, i64>(2)?).ok(),
-                usize::try_from(row.get::<_, i64>(3)?).ok(),
-                row.get::<_, bool>(4)?,
-            ))
-        })
-        .optional()?;
-    let Some((entry_rowid, json_path, start, len, shared)) = chunk else {
-        return Ok(None);
-    };
-    // A shared text's chunk is not in the entry's JSON: the view reads it.
-    let scanned = match (start, len) {
-        (Some(start), Some(len)) if !shared => scan_raw(conn, entry_rowid, &json_path, start, len),
-        _ => None,
-    };
-    match scanned {
-        Some(text) => Ok(Some(text)),
-        None => conn
-            .prepare_cached("SELECT body FROM fts_content WHERE chunk_id = ?1")?
-            .query_row([chunk_id], |row| row.get(0))
-            .optional()
-            .map(Option::flatten),
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rusqlite::types::Value as SqlValue;
 
-use super::plan::{Filters, Plan, mentions, query_params};
+use super::plan::{Filters, Plan, mentions, query_params, query_rows};
 use super::scan::scan_chunks;
 use super::weigh::{
     KIND_WEIGHTS, Ranked, Weighing, best_per_entry, by_time, rank_sql, shard_matches, weigh,
@@ -389,20 +389,6 @@ fn run_recent(
     rows.sort_by(by_time);
     rows.truncate(fetch);
     Ok(rows)
-}
-
-/// Runs `sql` with as many of `params` as it has parameters: a restriction
-/// or lookup refers to some of the filters only.
-pub(super) fn query_rows<T>(
-    conn: &rusqlite::Connection,
-    sql: &str,
-    params: &[SqlValue],
-    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<Vec<T>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let used = stmt.parameter_count().min(params.len());
-    stmt.query_map(rusqlite::params_from_iter(&params[..used]), row)?
-        .collect()
 }
 
 #[cfg(test)]

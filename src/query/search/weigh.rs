@@ -11,8 +11,7 @@ use std::sync::Arc;
 use rusqlite::types::Value as SqlValue;
 
 use super::SearchError;
-use super::plan::query_params;
-use super::stage::query_rows;
+use super::plan::{query_params, query_rows};
 use crate::store::{Index, ShardReaders, rank};
 
 /// Weight applied to bm25 (which is negative: more negative is better).

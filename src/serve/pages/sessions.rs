@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::{field, session_href};
-use crate::query::sessions::{self as session_query, SessionsQuery};
+use crate::query::sessions::SessionsQuery;
 use crate::serve::api::{self, Failure};
 use crate::serve::html::{Nav, cut, esc, page};
 use crate::serve::http::{Answer, Context};
@@ -18,13 +18,10 @@ const SESSIONS_SHOWN: usize = 300;
 pub fn sessions(local: &mut Local, context: &Context, params: &Params) -> Result<Answer, Failure> {
     let mut list = api::session_list(local, params)?;
     // The projects to pick from: every cwd of the unfiltered list.
-    let every = session_query::list(
-        local.index()?,
-        &SessionsQuery {
-            all: params.flag("all")?,
-            ..SessionsQuery::default()
-        },
-    )?;
+    let every = local.source()?.sessions(&SessionsQuery {
+        all: params.flag("all")?,
+        ..SessionsQuery::default()
+    })?;
     let mut cwds: Vec<&str> = every.iter().map(|s| s.cwd.as_str()).collect();
     cwds.sort_unstable();
     cwds.dedup();
