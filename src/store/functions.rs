@@ -32,6 +32,15 @@ fn sqlar_uncompress(ctx: &Context<'_>) -> rusqlite::Result<Value> {
     if size <= 0 || size as usize == stored.len() {
         return ctx.get::<Value>(0);
     }
+    if let Some(out) = RECENT.with(|recent| {
+        let recent = recent.borrow();
+        recent
+            .iter()
+            .find(|(data, _)| data.as_slice() == stored)
+            .map(|(_, out)| out.clone())
+    }) {
+        return Ok(Value::Blob(out));
+    }
     let mut out = Vec::with_capacity(size as usize);
     use std::io::Read;
     flate2::read::ZlibDecoder::new(stored)
@@ -39,7 +48,27 @@ fn sqlar_uncompress(ctx: &Context<'_>) -> rusqlite::Result<Value> {
         .map_err(|err| {
             rusqlite::Error::UserFunctionError(format!("sqlar_uncompress: {err}").into())
         })?;
+    RECENT.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if recent.len() == RECENT_TEXTS {
+            recent.pop_back();
+        }
+        recent.push_front((stored.to_vec(), out.clone()));
+    });
     Ok(Value::Blob(out))
+}
+
+/// How many inflated texts `sqlar_uncompress` keeps per thread.
+const RECENT_TEXTS: usize = 4;
+
+thread_local! {
+    /// The last texts `sqlar_uncompress` inflated, by their stored bytes: a
+    /// large shared text is cut into chunks of 32 KiB, and `fts_content`
+    /// reads each chunk from the whole text, so without these a push (or a
+    /// rebuild) inflated a text once per chunk, quadratic in its size.
+    /// Comparing the stored bytes costs a fraction of inflating them.
+    static RECENT: std::cell::RefCell<std::collections::VecDeque<(Vec<u8>, Vec<u8>)>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
 }
 
 #[cfg(test)]

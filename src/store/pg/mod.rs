@@ -13,7 +13,10 @@ pub use push::{PushReport, push};
 use postgres::{Client, NoTls};
 
 /// Schema migrations of the team store, forward-only like SQLite's.
-const MIGRATIONS: &[&str] = &[include_str!("../../../pg-migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../pg-migrations/0001_init.sql"),
+    include_str!("../../../pg-migrations/0002_lz4_texts.sql"),
+];
 
 /// The schema version this build writes and reads.
 pub const PG_SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;

@@ -80,6 +80,12 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     pg.client
         .execute("SELECT pg_advisory_lock($1, $2)", &[&PUSH_LOCK, &src])
         .map_err(err)?;
+    // A commit need not wait for its WAL to reach the disk: a server crash
+    // may lose the last few, each whole (its rows with its `push_files`
+    // rows), and the next push sends those files again.
+    pg.client
+        .batch_execute("SET synchronous_commit = off")
+        .map_err(err)?;
     let mut report = PushReport {
         machine: machine.name.clone(),
         src,
