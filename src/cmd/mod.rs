@@ -141,6 +141,23 @@ impl ListArgs {
     }
 }
 
+/// `--json` and `--csv`, for a command whose `--limit` is in its request.
+#[derive(Debug, clap::Args)]
+pub struct FormatArgs {
+    /// Print a JSON array
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV with a header row
+    #[arg(long)]
+    pub csv: bool,
+}
+
+impl FormatArgs {
+    pub fn format(&self) -> Format {
+        Format::choose(self.json, self.csv)
+    }
+}
+
 /// A time limit given in seconds (`--timeout`, `--search-timeout`): `None`
 /// for 0 (no limit).
 pub fn time_limit(seconds: f64) -> Option<std::time::Duration> {

@@ -18,13 +18,12 @@ use serde_json::{Map, Value, json};
 use super::page::{self, Cursor, Cut, MAX_BUDGET, MIN_BUDGET, Page};
 use super::protocol::RpcError;
 use crate::query::request::{SearchRequest, argument_schema};
+use crate::query::requests::{SessionsRequest, UsageRequest};
 use crate::query::scope::{Scope, ScopeText, now_ms};
 use crate::query::search::HeadStart;
-use crate::query::sessions::SessionsQuery;
 use crate::query::source::{Source, Team};
 use crate::query::subagents::SubagentsQuery;
 use crate::query::tree::{self, SessionTree};
-use crate::query::usage::{GroupBy, UsageOptions};
 use crate::query::{Class, QueryError};
 use crate::render;
 use crate::store::Index;
@@ -68,10 +67,11 @@ pub fn list() -> Vec<Value> {
             "List sessions",
             "Sessions newest first, in the order Pi's /resume lists them, as Pi's SessionInfo (path, id, cwd, name, parentSessionPath, created, modified, messageCount, firstMessage) plus listedByPi. Includes one-shot and subagent child sessions Pi's own list leaves out (listedByPi false) unless all is false.",
             {
-                let mut properties =
-                    scope_properties("Sessions whose modified time is in since/until");
-                properties.insert("all".into(), json!({"type": "boolean", "default": true, "description": "Also sessions Pi's listAll() does not see (nested child sessions, flat root files)"}));
-                properties.insert("limit".into(), json!({"type": "integer", "minimum": 0, "description": "At most this many sessions"}));
+                let mut properties = request_properties::<SessionsRequest>(
+                    "Sessions whose modified time is in since/until",
+                );
+                // MCP lists every session unless told (see list_sessions).
+                properties["all"]["default"] = true.into();
                 properties.extend(paging_properties());
                 properties
             },
@@ -124,16 +124,9 @@ pub fn list() -> Vec<Value> {
             "Token usage and cost",
             "Tokens and cost grouped like `piidx usage`: by day (default), week, month, model, provider, project or session; time groups ascending, others by cost. Each row: key, records, input/output/cache tokens, total_tokens, cost (dollars), unpriced_tokens, and subagent figures when there are runs; plus the total.",
             {
-                let mut properties = Map::new();
-                properties.insert("by".into(), json!({"type": "string", "enum": ["day", "week", "month", "model", "provider", "project", "session"], "default": "day", "description": "Group rows by"}));
-                properties.insert(
-                    "model".into(),
-                    json!({"type": "string", "description": "Only models whose id contains this"}),
-                );
-                properties.extend(scope_properties(
+                let mut properties = request_properties::<UsageRequest>(
                     "Usage recorded in since/until by these sessions",
-                ));
-                properties.insert("limit".into(), json!({"type": "integer", "minimum": 0, "description": "At most this many rows: the latest periods, or the costliest keys"}));
+                );
                 properties.extend(paging_properties());
                 properties
             },
@@ -207,6 +200,14 @@ fn tool(
 /// since/until apply to for this tool.
 fn scope_properties(time: &str) -> Map<String, Value> {
     let (mut properties, _) = argument_schema::<ScopeText>();
+    timed(&mut properties, time);
+    properties
+}
+
+/// A request type's arguments (its schema); `time` says what since/until
+/// apply to for this tool.
+fn request_properties<T: JsonSchema>(time: &str) -> Map<String, Value> {
+    let (mut properties, _) = argument_schema::<T>();
     timed(&mut properties, time);
     properties
 }
@@ -495,11 +496,11 @@ fn search_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
 }
 
 fn list_sessions(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
-    let query = SessionsQuery {
-        scope: args.scope()?,
-        limit: args.count("limit")?,
-        all: args.flag("all", true)?,
-    };
+    let mut request: SessionsRequest = args.request()?;
+    // Unlike `piidx sessions`, MCP lists every session unless told: an
+    // agent looking for one should not miss a subagent's child session.
+    request.all = args.flag("all", true)?;
+    let query = request.query("").map_err(query_error)?;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
     let list = source(context)?.sessions(&query).map_err(query_error)?;
@@ -714,14 +715,9 @@ fn get_entry(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> 
 }
 
 fn usage_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
-    let by = GroupBy::named(args.choice("by", &GroupBy::NAMES)?).unwrap_or_default();
-    let options = UsageOptions {
-        by,
-        scope: args.scope()?,
-        model: args.string("model")?,
-        prices: None,
-        limit: args.count("limit")?,
-    };
+    let request: UsageRequest = args.request()?;
+    let options = request.options("").map_err(query_error)?;
+    let by = options.by;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
     let report = source(context)?.usage(&options).map_err(query_error)?;

@@ -8,6 +8,7 @@ pub mod export;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod request;
+pub mod requests;
 pub mod scope;
 pub mod search;
 pub mod search_fn;

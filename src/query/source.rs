@@ -116,6 +116,11 @@ impl Source {
         options: &SearchOptions,
     ) -> Result<Vec<Hit>, QueryError> {
         self.check(&options.scope)?;
+        // No hits asked for: nothing is read, whichever front-end or
+        // back-end (the one place limit 0 is handled).
+        if options.limit == 0 {
+            return Ok(Vec::new());
+        }
         match self {
             Source::Index(index) => Ok(search::search_again(index, head, options)?),
             #[cfg(feature = "postgres")]

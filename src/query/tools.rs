@@ -13,12 +13,24 @@ use super::QueryError;
 use super::scope::{Columns, Scope};
 use crate::store::Index;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum ToolsBy {
     #[default]
     Name,
     Session,
-    /// The session's cwd.
+    #[value(help = "The session's cwd")]
     Project,
 }
 

@@ -17,15 +17,30 @@ use super::scope::{Columns, Scope};
 use crate::query::tz::{self, Tz};
 use crate::store::Index;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupBy {
+    // `value(help)`, not doc comments: a variant's doc comment would make
+    // its schema a `oneOf` of descriptions instead of a plain `enum`.
     #[default]
     Day,
+    #[value(help = "ISO weeks (Monday to Sunday), keyed `YYYY-Www`")]
     Week,
     Month,
     Model,
     Provider,
+    #[value(help = "The session's cwd")]
     Project,
     Session,
 }

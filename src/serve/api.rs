@@ -13,12 +13,13 @@ use super::http::Answer;
 use super::local::Local;
 use super::params::{BadParam, Params};
 use crate::query::request::SearchRequest;
+use crate::query::requests::{SessionsRequest, ToolsRequest, UsageRequest};
 use crate::query::search::{Hit, SearchError, SearchOptions};
-use crate::query::sessions::{SessionInfo, SessionsQuery};
+use crate::query::sessions::SessionInfo;
 use crate::query::subagents::{self, SubagentsQuery};
-use crate::query::tools::{self, ToolsBy, ToolsQuery};
+use crate::query::tools;
 use crate::query::tree::{self, SessionTree, ViewError};
-use crate::query::usage::{self, GroupBy, UsageOptions};
+use crate::query::usage::{self, GroupBy};
 use crate::query::{Class, QueryError};
 use crate::render;
 use crate::store::Stop;
@@ -150,11 +151,7 @@ pub fn search(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
 
 /// The sessions `sessions`' flags select.
 pub fn session_list(local: &mut Local, params: &Params) -> Result<Vec<SessionInfo>, Failure> {
-    let query = SessionsQuery {
-        scope: params.scope()?,
-        limit: params.count("limit")?,
-        all: params.flag("all")?,
-    };
+    let query = params.request::<SessionsRequest>(&[])?.query("")?;
     Ok(local.source()?.sessions(&query)?)
 }
 
@@ -212,33 +209,22 @@ pub fn usage_report(
     params: &Params,
     by: GroupBy,
 ) -> Result<usage::UsageReport, Failure> {
-    let options = UsageOptions {
+    let request = UsageRequest {
         by,
-        scope: params.scope()?,
-        model: params.string("model"),
-        prices: None,
-        limit: params.count("limit")?,
+        ..params.request(&[])?
     };
-    Ok(local.source()?.usage(&options)?)
+    Ok(local.source()?.usage(&request.options("")?)?)
 }
 
 /// `GET /api/usage`: `usage --json` (`by=day|week|month|model|provider|project|session`).
 pub fn usage(local: &mut Local, params: &Params) -> Result<Answer, Failure> {
-    let by = GroupBy::named(params.choice("by", &GroupBy::NAMES)?).unwrap_or_default();
+    let by = params.request::<UsageRequest>(&[])?.by;
     let report = usage_report(local, params, by)?;
     Ok(json(&render::usage::objects(&report)))
 }
 
 pub fn tool_stats(local: &mut Local, params: &Params) -> Result<Vec<tools::ToolStats>, Failure> {
-    let query = ToolsQuery {
-        by: match params.choice("by", &["name", "session", "project"])? {
-            "session" => ToolsBy::Session,
-            "project" => ToolsBy::Project,
-            _ => ToolsBy::Name,
-        },
-        scope: params.scope()?,
-        limit: params.count("limit")?,
-    };
+    let query = params.request::<ToolsRequest>(&[])?.query("")?;
     Ok(local.source()?.tools(&query)?)
 }
 

@@ -212,9 +212,6 @@ pub fn search(
     } else {
         to_tsquery(&options.query).ok_or_else(|| PgSearchError::Empty(options.query.clone()))?
     };
-    if options.limit == 0 {
-        return Ok(Vec::new());
-    }
     let mut params = Params::default();
     params.add(tsquery);
     params.add(options.limit as i64);

@@ -322,16 +322,12 @@ pub fn search(
 
 /// `search` for a front-end that searches many times (the picker, the MCP
 /// server): the shards' readers `head` opens are kept in it for the next
-/// search.
+/// search. A limit of 0 is answered before this, by `Source::search`.
 pub fn search_again(
     store: &Index,
     head: &mut HeadStart,
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, SearchError> {
-    // No hits asked for: nothing is read, whichever front-end asks.
-    if options.limit == 0 {
-        return Ok(Vec::new());
-    }
     let plan = plan(options)?;
     let limit = options.limit;
     let conn = store.connection();
