@@ -136,10 +136,10 @@ pub fn list() -> Vec<Value> {
         tool(
             "subagent_runs",
             "List subagent runs",
-            "Delegated subagent runs newest first: time, agent, task, status, exit, model, tokens, cost, duration_s, mode, run_id, parent_session, parent_name, child_session.",
+            "Delegated subagent runs newest first (`subagent` filters by the subagent's name): time, agent, task, status, exit, model, tokens, cost, duration_s, mode, run_id, parent_session, parent_name, child_session.",
             {
                 let mut properties = Map::new();
-                properties.insert("agent".into(), json!({"type": "string", "description": "Only runs of this agent (e.g. worker, reviewer, scout)"}));
+                properties.insert("subagent".into(), json!({"type": "string", "description": "Only runs of this subagent (e.g. worker, reviewer, scout); `agent` is the coding agent, as in every tool's scope"}));
                 properties.insert(
                     "failed".into(),
                     json!({"type": "boolean", "default": false, "description": "Only failed runs"}),
@@ -739,7 +739,7 @@ fn usage_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError>
 fn subagent_runs(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
     let query = SubagentsQuery {
         scope: args.scope()?,
-        agent: args.string("agent")?,
+        agent: args.string("subagent")?,
         failed: args.flag("failed", false)?,
         limit: args.count("limit")?,
     };

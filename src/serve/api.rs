@@ -190,7 +190,7 @@ pub fn subagent_runs(
 ) -> Result<Vec<subagents::SubagentRun>, Failure> {
     let query = SubagentsQuery {
         scope: params.scope()?,
-        agent: params.string("agent"),
+        agent: params.string("subagent"),
         failed: params.flag("failed")?,
         limit: params.count("limit")?,
     };

@@ -510,6 +510,30 @@ fn bad_messages_get_errors_and_the_server_goes_on() {
     raw.finish();
 }
 
+/// `subagent` filters runs by the subagent's name (`subagents --agent`),
+/// while `agent` stays the scope's coding agent, as in every tool.
+#[test]
+fn subagent_runs_filter_by_subagent_and_by_coding_agent() {
+    let env = env();
+    let mut raw = Raw::start(&env);
+    let runs = |raw: &mut Raw, id: i64, arguments: Value| -> Value {
+        let reply = raw.ask(call(id, "subagent_runs", arguments));
+        reply["result"]["structuredContent"]["runs"].clone()
+    };
+    let workers = cli(&env, &["subagents", "--agent", "worker"]);
+    assert!(!workers.as_array().expect("runs").is_empty());
+    assert_eq!(runs(&mut raw, 1, json!({"subagent": "worker"})), workers);
+    assert_eq!(
+        runs(&mut raw, 2, json!({"subagent": "worker", "agent": "pi"})),
+        workers
+    );
+    assert_eq!(
+        runs(&mut raw, 3, json!({"subagent": "worker", "agent": "omp"})),
+        json!([])
+    );
+    raw.finish();
+}
+
 #[test]
 fn a_call_sees_what_a_sync_committed_since_the_last_one() {
     let env = env();

@@ -205,6 +205,17 @@ fn api_answers_equal_the_cli_json() {
             vec!["tree", show_id, "--json"],
         ),
         ("/api/subagents", vec!["subagents", "--json"]),
+        (
+            "/api/subagents?subagent=worker&agent=pi",
+            vec![
+                "subagents",
+                "--agent",
+                "worker",
+                "--coding-agent",
+                "pi",
+                "--json",
+            ],
+        ),
         ("/api/usage", vec!["usage", "--json"]),
         (
             "/api/usage?by=week",

@@ -16,7 +16,7 @@ pub fn subagents(local: &mut Local, context: &Context, params: &Params) -> Resul
     let runs = api::subagent_runs(local, params)?;
     let mut main = String::new();
     main.push_str("<form class=\"filters bar\" action=\"/subagents\">");
-    main.push_str(&field(params, "agent", "worker"));
+    main.push_str(&field(params, "subagent", "worker"));
     main.push_str(&field(params, "project", "cwd or part"));
     main.push_str(&field(params, "since", "7d"));
     let checked = if params.flag("failed")? {
