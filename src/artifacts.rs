@@ -135,21 +135,7 @@ fn artifact_files(root: &Path) -> Vec<(PathBuf, fs::Metadata)> {
     };
     for dir in dirs.flatten() {
         let artifacts = dir.path().join("subagent-artifacts");
-        let Ok(entries) = fs::read_dir(&artifacts) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if kind_of(&name_of(&path)).is_none() {
-                continue;
-            }
-            // Followed, as the sessions' walk follows symlinks.
-            if let Ok(metadata) = fs::metadata(&path)
-                && metadata.is_file()
-            {
-                files.push((path, metadata));
-            }
-        }
+        files.extend(files_named(&artifacts, |name| kind_of(name).is_some()));
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
     files
@@ -162,30 +148,39 @@ fn artifact_files(root: &Path) -> Vec<(PathBuf, fs::Metadata)> {
 fn tool_output_files(sessions: &[String]) -> Vec<(PathBuf, fs::Metadata, PathBuf)> {
     let mut files = Vec::new();
     for session in sessions {
+        let Some(folder) = session.strip_suffix(".jsonl") else {
+            continue;
+        };
         let session = PathBuf::from(session);
-        let Some(folder) = session
-            .to_str()
-            .and_then(|path| path.strip_suffix(".jsonl"))
-        else {
-            continue;
-        };
-        let Ok(entries) = fs::read_dir(folder) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if output_id(&name_of(&path)).is_none() {
-                continue;
-            }
-            if let Ok(metadata) = fs::metadata(&path)
-                && metadata.is_file()
-            {
-                files.push((path, metadata, session.clone()));
-            }
-        }
+        let outputs = files_named(Path::new(folder), |name| output_id(name).is_some());
+        files.extend(
+            outputs
+                .into_iter()
+                .map(|(path, metadata)| (path, metadata, session.clone())),
+        );
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
     files
+}
+
+/// The regular files directly in `dir` whose names `keep` accepts, with
+/// their `stat`; none when `dir` cannot be listed. Links are followed, as
+/// the sessions' walk follows them.
+fn files_named(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<(PathBuf, fs::Metadata)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| keep(&name_of(path)))
+        .filter_map(|path| {
+            fs::metadata(&path)
+                .ok()
+                .filter(fs::Metadata::is_file)
+                .map(|metadata| (path, metadata))
+        })
+        .collect()
 }
 
 /// The artifact number of an omp full output's file name,
