@@ -5,17 +5,16 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::Global;
+use piidx::query::requests::BranchRequest;
 use piidx::query::tree::SessionTree;
 use piidx::render::transcript::{self, Options, Style, Tools};
 use piidx::render::{self, Pager};
 
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("branch", |arg| arg.conflicts_with("all")))]
 pub struct Args {
-    /// Session id, unique id prefix, or session file path
-    pub session: String,
-    /// Show the branch ending at this entry id (or unique prefix) instead of the last entry
-    #[arg(long, value_name = "LEAF", conflicts_with = "all")]
-    pub branch: Option<String>,
+    #[command(flatten)]
+    pub at: BranchRequest,
     /// Show every entry of the tree with its branch points
     #[arg(long)]
     pub all: bool,
@@ -34,6 +33,10 @@ pub struct Args {
     /// At most N lines of each tool result, then a marker saying how many more (0: all)
     #[arg(long, value_name = "N")]
     pub tool_lines: Option<usize>,
+    /// Also show the branch's entries that give the model no message (model and
+    /// thinking changes, labels, names) as `·` lines, as the web page does
+    #[arg(long)]
+    pub notes: bool,
     /// Never page (by default a terminal pages through $PIIDX_PAGER, $PAGER or less)
     #[arg(long)]
     pub no_pager: bool,
@@ -47,14 +50,14 @@ impl Args {
     /// `piidx show SESSION` with no other option.
     pub fn of(session: String) -> Args {
         Args {
-            session,
-            branch: None,
+            at: BranchRequest::of(session),
             all: false,
             json: false,
             markdown: false,
             system: false,
             no_tools: false,
             tool_lines: None,
+            notes: false,
             no_pager: false,
             stay: false,
         }
@@ -62,7 +65,7 @@ impl Args {
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
-    let tree = load_tree(global, &args.session)?;
+    let tree = load_tree(global, &args.at.session)?;
     let term = &global.term;
     let options = Options {
         style: if args.markdown {
@@ -71,6 +74,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
             Style::Text
         },
         full_system: args.system,
+        notes: args.notes,
         tools: match (args.no_tools, args.tool_lines) {
             (true, _) => Tools::Hidden,
             (false, None | Some(0)) => Tools::Full,
@@ -85,11 +89,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let text = if args.all {
         transcript::whole_tree(&tree, options)
     } else {
-        let leaf = match &args.branch {
-            Some(id) => Some(tree.find(id)?),
-            None => tree.leaf(),
-        };
-        let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
+        let path = args.at.path(&tree)?;
         if args.json {
             let mut text = serde_json::to_string_pretty(&tree.entries_json(&path))?;
             text.push('\n');

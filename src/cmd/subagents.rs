@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::Global;
-use super::{ListArgs, PgArgs};
-use piidx::query::scope::ScopeText;
-use piidx::query::subagents::SubagentsQuery;
+use super::{FormatArgs, PgArgs};
+use piidx::query::requests::SubagentsRequest;
 use piidx::render::misc;
 
 // `--agent` here is the subagent's name (as before); the coding agent of the
@@ -16,28 +15,16 @@ use piidx::render::misc;
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("coding_agent", |arg| arg.long("coding-agent")))]
 pub struct Args {
-    /// Only runs of this agent (e.g. worker, reviewer, scout)
-    #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
-    /// Only failed runs (non-zero exit code, or an error stop reason)
-    #[arg(long)]
-    pub failed: bool,
-    /// Runs delegated by these sessions, started in --since/--until
     #[command(flatten)]
-    pub scope: ScopeText,
+    pub request: SubagentsRequest,
     #[command(flatten)]
-    pub list: ListArgs,
+    pub list: FormatArgs,
     #[command(flatten)]
     pub pg: PgArgs,
 }
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
-    let query = SubagentsQuery {
-        scope: super::scope(&args.scope)?,
-        agent: args.agent,
-        failed: args.failed,
-        limit: args.list.limit,
-    };
+    let query = args.request.query("--")?;
     let mut source = global.source(&args.pg)?;
     let runs = source
         .subagents(&query)

@@ -11,18 +11,16 @@
 use std::path::Path;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::page::{self, Cursor, Cut, MAX_BUDGET, MIN_BUDGET, Page};
 use super::protocol::RpcError;
 use crate::query::request::{SearchRequest, argument_schema};
-use crate::query::requests::{SessionsRequest, UsageRequest};
-use crate::query::scope::{Scope, ScopeText, now_ms};
+use crate::query::requests::{BranchRequest, SessionsRequest, SubagentsRequest, UsageRequest};
 use crate::query::search::HeadStart;
 use crate::query::source::{Source, Team};
-use crate::query::subagents::SubagentsQuery;
 use crate::query::tree::{self, SessionTree};
 use crate::query::{Class, QueryError};
 use crate::render;
@@ -41,6 +39,44 @@ pub struct Context<'a> {
 /// Tool outputs in `get_session` are cut to this many characters unless the
 /// call says otherwise.
 const TOOL_OUTPUT_CHARS: usize = 2_000;
+
+/// `get_session`'s arguments: a session's branch (as `show` takes it), or
+/// its whole tree, with long tool outputs cut.
+#[derive(Deserialize, JsonSchema)]
+struct GetSession {
+    #[serde(flatten)]
+    at: BranchRequest,
+    /// The current branch, or the whole tree
+    #[serde(default)]
+    view: View,
+    /// Cut each string of a tool result or bash output to this many characters (0: whole)
+    #[serde(default = "tool_output_chars")]
+    tool_output_chars: usize,
+}
+
+#[derive(Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum View {
+    #[default]
+    Branch,
+    Tree,
+}
+
+fn tool_output_chars() -> usize {
+    TOOL_OUTPUT_CHARS
+}
+
+/// `get_entry`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct GetEntry {
+    /// Session id, unique id prefix, or session file path
+    session: String,
+    /// Entry id or unique prefix
+    entry: String,
+    /// JSON path of one value in the entry ($.message.content[0].text): return it as text, paged
+    #[serde(default)]
+    path: Option<String>,
+}
 
 /// The tools, as `tools/list` gives them.
 pub fn list() -> Vec<Value> {
@@ -83,11 +119,7 @@ pub fn list() -> Vec<Value> {
             "Read a session",
             "A session's entries, paged: view \"branch\" (default) gives the current branch root to leaf (or the branch ending at `branch`), the entries exactly as stored, as Pi builds its context from them; view \"tree\" gives every entry in file order with its place in the tree (parent_id, child_count, on_branch, is_leaf, label, summary) and the entry. Long tool outputs are cut (tool_output_chars); `truncated` lists each cut with the path get_entry takes to return it whole.",
             {
-                let mut properties = Map::new();
-                properties.insert("session".into(), json!({"type": "string", "description": "Session id, unique id prefix, or session file path"}));
-                properties.insert("view".into(), json!({"type": "string", "enum": ["branch", "tree"], "default": "branch", "description": "The current branch, or the whole tree"}));
-                properties.insert("branch".into(), json!({"type": "string", "description": "With view branch: the branch ending at this entry id (or unique prefix) instead of the last entry"}));
-                properties.insert("tool_output_chars".into(), json!({"type": "integer", "minimum": 0, "default": TOOL_OUTPUT_CHARS, "description": "Cut each string of a tool result or bash output to this many characters (0: whole)"}));
+                let (mut properties, _) = argument_schema::<GetSession>();
                 properties.extend(paging_properties());
                 properties
             },
@@ -106,13 +138,7 @@ pub fn list() -> Vec<Value> {
             "Read one entry",
             "One entry of a session, whole (image payloads replaced by a placeholder), with its place in the tree. With `path` (a JSON path from a `truncated` list, e.g. $.message.content[0].text): that value alone as text, paged with the cursor, for tool outputs too long for one answer.",
             {
-                let mut properties = Map::new();
-                properties.insert("session".into(), json!({"type": "string", "description": "Session id, unique id prefix, or session file path"}));
-                properties.insert(
-                    "entry".into(),
-                    json!({"type": "string", "description": "Entry id or unique prefix"}),
-                );
-                properties.insert("path".into(), json!({"type": "string", "description": "JSON path of one value in the entry ($.message.content[0].text): return it as text, paged"}));
+                let (mut properties, _) = argument_schema::<GetEntry>();
                 properties.extend(paging_properties());
                 properties
             },
@@ -138,16 +164,9 @@ pub fn list() -> Vec<Value> {
             "List subagent runs",
             "Delegated subagent runs newest first (`subagent` filters by the subagent's name): time, agent, task, status, exit, model, tokens, cost, duration_s, mode, run_id, parent_session, parent_name, child_session.",
             {
-                let mut properties = Map::new();
-                properties.insert("subagent".into(), json!({"type": "string", "description": "Only runs of this subagent (e.g. worker, reviewer, scout); `agent` is the coding agent, as in every tool's scope"}));
-                properties.insert(
-                    "failed".into(),
-                    json!({"type": "boolean", "default": false, "description": "Only failed runs"}),
-                );
-                properties.extend(scope_properties(
+                let mut properties = request_properties::<SubagentsRequest>(
                     "Runs delegated by these sessions, started in since/until",
-                ));
-                properties.insert("limit".into(), json!({"type": "integer", "minimum": 0, "description": "At most this many runs"}));
+                );
                 properties.extend(paging_properties());
                 properties
             },
@@ -194,14 +213,6 @@ fn tool(
             "openWorldHint": false,
         },
     })
-}
-
-/// The scope's arguments (`ScopeText`'s schema); `time` says what
-/// since/until apply to for this tool.
-fn scope_properties(time: &str) -> Map<String, Value> {
-    let (mut properties, _) = argument_schema::<ScopeText>();
-    timed(&mut properties, time);
-    properties
 }
 
 /// A request type's arguments (its schema); `time` says what since/until
@@ -317,19 +328,6 @@ impl<'a> Args<'a> {
         RpcError::invalid_params(format!("{}: argument {name:?} must be {takes}", self.tool))
     }
 
-    fn string(&self, name: &str) -> Result<Option<String>, RpcError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(_) => Err(self.wrong(name, "a string")),
-        }
-    }
-
-    fn required(&self, name: &str) -> Result<String, RpcError> {
-        self.string(name)?
-            .ok_or_else(|| self.wrong(name, "given (a string)"))
-    }
-
     fn flag(&self, name: &str, default: bool) -> Result<bool, RpcError> {
         match self.get(name) {
             None => Ok(default),
@@ -347,21 +345,6 @@ impl<'a> Args<'a> {
                 .map(Some)
                 .ok_or_else(|| self.wrong(name, "a whole number, 0 or more")),
         }
-    }
-
-    fn choice(&self, name: &str, choices: &[&'static str]) -> Result<&'static str, RpcError> {
-        match self.get(name) {
-            None => Ok(choices[0]),
-            Some(value) => value
-                .as_str()
-                .and_then(|text| choices.iter().find(|choice| **choice == text).copied())
-                .ok_or_else(|| self.wrong(name, &format!("one of {}", choices.join(", ")))),
-        }
-    }
-
-    fn scope(&self) -> Result<Scope, RpcError> {
-        let text: ScopeText = self.request()?;
-        text.scope(now_ms(), "").map_err(query_error)
     }
 
     /// A request type of `query` filled from the arguments, each checked
@@ -542,20 +525,19 @@ fn is_tool_output(entry: &Value) -> bool {
 }
 
 fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
-    let session = args.required("session")?;
-    let view = args.choice("view", &["branch", "tree"])?;
-    let branch = args.string("branch")?;
-    if branch.is_some() && view == "tree" {
+    let GetSession {
+        at,
+        view,
+        tool_output_chars: tool_chars,
+    } = args.request()?;
+    if at.branch.is_some() && view == View::Tree {
         return Err(RpcError::invalid_params(
             "get_session: branch picks a branch for view \"branch\"; leave it out with view \"tree\"",
         ));
     }
-    let tool_chars = args
-        .count("tool_output_chars")?
-        .unwrap_or(TOOL_OUTPUT_CHARS);
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
-    let tree = load_tree(context, &session)?;
+    let tree = load_tree(context, &at.session)?;
     let mut cuts: Vec<Cut> = Vec::new();
     // Each stored entry, its tool outputs cut.
     let mut entry_of = |index: usize, raw: &mut Value| {
@@ -568,7 +550,7 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
             }
         }
     };
-    let (items, leaf) = if view == "tree" {
+    let (items, leaf) = if view == View::Tree {
         let outline = tree::outline(&tree);
         let all: Vec<usize> = (0..tree.nodes.len()).collect();
         let raws = tree.entries_json(&all);
@@ -588,10 +570,7 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
             .collect::<Vec<_>>();
         (items, tree.leaf())
     } else {
-        let leaf = match &branch {
-            Some(id) => Some(tree.find(id).map_err(query_error)?),
-            None => tree.leaf(),
-        };
+        let leaf = at.leaf(&tree).map_err(query_error)?;
         let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
         let raws = tree.entries_json(&path);
         let items = path
@@ -615,7 +594,7 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
         .filter(|cut| cut.entry_id.as_ref().is_some_and(|id| shown.contains(id)))
         .collect();
     for mut cut in std::mem::take(&mut page.cuts) {
-        if view == "tree" {
+        if view == View::Tree {
             match cut.path.strip_prefix("$.entry") {
                 Some(rest) => cut.path = format!("${rest}"),
                 None => continue,
@@ -632,8 +611,8 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
         tree.leaf()
             .map_or(Value::Null, |leaf| tree.nodes[leaf].id.clone().into()),
     );
-    fields.insert("view".into(), view.into());
-    if view == "branch" {
+    fields.insert("view".into(), to_value(&view));
+    if view == View::Branch {
         fields.insert(
             "branch_leaf_id".into(),
             leaf.map_or(Value::Null, |leaf| tree.nodes[leaf].id.clone().into()),
@@ -644,9 +623,11 @@ fn get_session(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError
 }
 
 fn get_entry(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
-    let session = args.required("session")?;
-    let entry = args.required("entry")?;
-    let path = args.string("path")?;
+    let GetEntry {
+        session,
+        entry,
+        path,
+    } = args.request()?;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
     let tree = load_tree(context, &session)?;
@@ -737,12 +718,8 @@ fn usage_tool(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError>
 }
 
 fn subagent_runs(context: &Context<'_>, args: &Args<'_>) -> Result<Value, RpcError> {
-    let query = SubagentsQuery {
-        scope: args.scope()?,
-        agent: args.string("subagent")?,
-        failed: args.flag("failed", false)?,
-        limit: args.count("limit")?,
-    };
+    let request: SubagentsRequest = args.request()?;
+    let query = request.query("").map_err(query_error)?;
     let budget = args.budget(context.budget)?;
     let start = args.cursor()?;
     let runs = source(context)?.subagents(&query).map_err(query_error)?;

@@ -95,6 +95,7 @@ fn load(index: &Index, row: &Row) -> Result<Preview, tree::ViewError> {
         full_system: false,
         // Whole: the hit may be anywhere in a tool's output.
         tools: Tools::Full,
+        notes: false,
         theme: Term::plain().theme(),
     };
     let hit = row

@@ -1,5 +1,5 @@
-//! The list questions a front-end asks (`sessions`, `usage`, `tools`),
-//! defined once like `request::SearchRequest`: each type is what the
+//! The questions a front-end asks (`sessions`, `usage`, `tools`,
+//! `subagents`, a session's branch), defined once like `request::SearchRequest`: each type is what the
 //! command's flags (clap), serve's query parameters and MCP's tool
 //! arguments (serde) fill, and MCP's schema is generated from it
 //! (schemars). A new option is one field here and one line in the type's
@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::QueryError;
 use super::scope::{ScopeText, now_ms};
 use super::sessions::SessionsQuery;
+use super::subagents::SubagentsQuery;
 use super::tools::{ToolsBy, ToolsQuery};
+use super::tree::{SessionTree, ViewError};
 use super::usage::{GroupBy, UsageOptions};
 
 /// `piidx sessions`, `/api/sessions`, MCP's `list_sessions`.
@@ -113,6 +115,89 @@ impl ToolsRequest {
             scope: self.scope.scope(now_ms(), prefix)?,
             limit: self.limit,
         })
+    }
+}
+
+/// `piidx subagents`, `/api/subagents`, MCP's `subagent_runs`. The
+/// subagent's name is `subagent` (the CLI's `--agent`, as it always was);
+/// the scope's `agent` is the coding agent, as in every question.
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentsRequest {
+    /// Only runs of this agent (e.g. worker, reviewer, scout)
+    #[arg(long = "agent", id = "subagent", value_name = "NAME")]
+    #[serde(default)]
+    #[schemars(
+        description = "Only runs of this subagent (e.g. worker, reviewer, scout); `agent` is the coding agent, as in every tool's scope"
+    )]
+    pub subagent: Option<String>,
+    /// Only failed runs (non-zero exit code, or an error stop reason)
+    #[arg(long)]
+    #[serde(default)]
+    #[schemars(description = "Only failed runs")]
+    pub failed: bool,
+    /// Runs delegated by these sessions, started in --since/--until
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub scope: ScopeText,
+    /// At most N rows
+    #[arg(long, value_name = "N")]
+    #[serde(default)]
+    #[schemars(description = "At most this many runs")]
+    pub limit: Option<usize>,
+}
+
+impl SubagentsRequest {
+    /// The query, its scope checked.
+    pub fn query(&self, prefix: &str) -> Result<SubagentsQuery, QueryError> {
+        Ok(SubagentsQuery {
+            scope: self.scope.scope(now_ms(), prefix)?,
+            agent: self.subagent.clone(),
+            failed: self.failed,
+            limit: self.limit,
+        })
+    }
+}
+
+/// A session and one branch of it: `piidx show`, `/api/sessions/<id>`,
+/// MCP's `get_session`.
+#[derive(Debug, Clone, Args, Serialize, Deserialize, JsonSchema)]
+pub struct BranchRequest {
+    /// Session id, unique id prefix, or session file path
+    pub session: String,
+    /// Show the branch ending at this entry id (or unique prefix) instead of the last entry
+    #[arg(long, value_name = "LEAF")]
+    #[serde(default)]
+    #[schemars(
+        description = "With view branch: the branch ending at this entry id (or unique prefix) instead of the last entry"
+    )]
+    pub branch: Option<String>,
+}
+
+impl BranchRequest {
+    /// The session `session` names, on its current branch.
+    pub fn of(session: String) -> BranchRequest {
+        BranchRequest {
+            session,
+            branch: None,
+        }
+    }
+
+    /// The branch's last entry in `tree` (the session's own tree): the
+    /// entry `branch` names, else the session's leaf; none in an empty
+    /// session.
+    pub fn leaf(&self, tree: &SessionTree) -> Result<Option<usize>, ViewError> {
+        match &self.branch {
+            Some(id) => tree.find(id).map(Some),
+            None => Ok(tree.leaf()),
+        }
+    }
+
+    /// The branch's entries, root to leaf.
+    pub fn path(&self, tree: &SessionTree) -> Result<Vec<usize>, ViewError> {
+        Ok(self
+            .leaf(tree)?
+            .map(|leaf| tree.path_to(leaf))
+            .unwrap_or_default())
     }
 }
 

@@ -6,8 +6,9 @@
 //! typed blocks. Tool calls are printed with their results right under
 //! them (or folded: `Tools`); labels and context edits are shown next to
 //! the entries they mark; an entry that gives no message (a model change,
-//! a label, a name) is a `·` line where it sits on the branch, as the web
-//! page shows it; images become placeholders such as
+//! a label, a name) is a note line: always in `--all`, and in the branch
+//! view when asked (`--notes`, as the web page shows them), since Pi's
+//! context, which that view prints, holds no such entry; images become placeholders such as
 //! `[image image/png 12 KB]` (also in `--json`, where the payload string is
 //! replaced by the placeholder). Session text goes through `safe`;
 //! Markdown output is CommonMark.
@@ -46,6 +47,8 @@ pub struct Options {
     /// System prompts in full, not as a list of their sections and tools.
     pub full_system: bool,
     pub tools: Tools,
+    /// The branch view also prints the entries that give no message.
+    pub notes: bool,
     pub theme: Theme,
 }
 
@@ -63,6 +66,9 @@ pub fn context(tree: &SessionTree, path: &[usize], options: Options) -> String {
         out.blank();
     }
     for block in &blocks {
+        if !options.notes && matches!(block.body, Body::Note { .. }) {
+            continue;
+        }
         let mark = block
             .edited_by
             .as_ref()

@@ -13,10 +13,12 @@ use super::http::Answer;
 use super::local::Local;
 use super::params::{BadParam, Params};
 use crate::query::request::SearchRequest;
-use crate::query::requests::{SessionsRequest, ToolsRequest, UsageRequest};
+use crate::query::requests::{
+    BranchRequest, SessionsRequest, SubagentsRequest, ToolsRequest, UsageRequest,
+};
 use crate::query::search::{Hit, SearchError, SearchOptions};
 use crate::query::sessions::SessionInfo;
-use crate::query::subagents::{self, SubagentsQuery};
+use crate::query::subagents;
 use crate::query::tools;
 use crate::query::tree::{self, SessionTree, ViewError};
 use crate::query::usage::{self, GroupBy};
@@ -169,12 +171,9 @@ pub fn load_tree(local: &mut Local, arg: &str) -> Result<SessionTree, Failure> {
 
 /// `GET /api/sessions/<id>`: `show <id> --json` (`branch=LEAF`: `--branch`).
 pub fn show(local: &mut Local, id: &str, params: &Params) -> Result<Answer, Failure> {
-    let tree = load_tree(local, id)?;
-    let leaf = match params.get("branch") {
-        Some(id) => Some(tree.find(id)?),
-        None => tree.leaf(),
-    };
-    let path = leaf.map(|leaf| tree.path_to(leaf)).unwrap_or_default();
+    let request: BranchRequest = params.and("session", id).request(&[])?;
+    let tree = load_tree(local, &request.session)?;
+    let path = request.path(&tree)?;
     Ok(json(&tree.entries_json(&path)))
 }
 
@@ -188,12 +187,7 @@ pub fn subagent_runs(
     local: &mut Local,
     params: &Params,
 ) -> Result<Vec<subagents::SubagentRun>, Failure> {
-    let query = SubagentsQuery {
-        scope: params.scope()?,
-        agent: params.string("subagent"),
-        failed: params.flag("failed")?,
-        limit: params.count("limit")?,
-    };
+    let query = params.request::<SubagentsRequest>(&[])?.query("")?;
     Ok(local.source()?.subagents(&query)?)
 }
 

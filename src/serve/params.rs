@@ -79,6 +79,15 @@ impl Params {
             .transpose()
     }
 
+    /// These parameters and `name=value`: a path segment that fills a
+    /// request's field (`/api/sessions/<id>` names the `session`).
+    pub fn and(&self, name: &str, value: &str) -> Params {
+        let mut pairs = self.pairs.clone();
+        pairs.retain(|(k, _)| k != name);
+        pairs.push((name.to_owned(), value.to_owned()));
+        Params { pairs }
+    }
+
     /// One of `choices`, else the first.
     pub fn choice<'a>(&self, name: &str, choices: &[&'a str]) -> Result<&'a str, BadParam> {
         match self.get(name) {

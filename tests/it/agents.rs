@@ -1550,7 +1550,7 @@ fn other_agents_roles_and_notes_are_shown_alike_in_show_and_serve() {
     let env = omp_env();
     env.sync();
     let session = "01a1f82f-1e80-765c";
-    let text = show(&env, &["show", session]);
+    let text = show(&env, &["show", "--notes", session]);
     for want in [
         "── developer ·",
         "Developer note: keep the gecko flag on.",
