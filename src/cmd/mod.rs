@@ -29,12 +29,14 @@ pub mod tree;
 pub mod usage;
 pub mod watch;
 
-use std::io::{BufWriter, StdoutLock};
+use std::io::{BufWriter, StdoutLock, Write};
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 
 use piidx::config;
+use piidx::query::QueryError;
 use piidx::query::scope::{Scope, ScopeText, now_ms};
 use piidx::query::source::{Source, Team};
 use piidx::render::{ColorChoice, Format, Term};
@@ -67,6 +69,18 @@ impl Global {
     /// Where the questions go: the team store `--pg` names, else the index.
     pub fn source(&self, pg: &PgArgs) -> Result<Source> {
         Ok(Source::open(&self.db, pg.team().as_ref())?)
+    }
+
+    /// Asks the index, or with `--pg` the team store, one question; an error
+    /// says `what` failed and where.
+    pub fn ask<T>(
+        &self,
+        pg: &PgArgs,
+        what: &str,
+        question: impl FnOnce(&mut Source) -> Result<T, QueryError>,
+    ) -> Result<T> {
+        let mut source = self.source(pg)?;
+        question(&mut source).with_context(|| format!("{what} from {}", self.place(pg)))
     }
 
     /// The database or store `source` asks, for messages.
@@ -168,6 +182,16 @@ pub fn time_limit(seconds: f64) -> Option<std::time::Duration> {
 /// line. Callers flush, so a failed write is seen.
 pub fn stdout() -> BufWriter<StdoutLock<'static>> {
     BufWriter::new(std::io::stdout().lock())
+}
+
+/// Writes an answer to stdout with `write`, flushed.
+pub fn print(
+    write: impl FnOnce(&mut BufWriter<StdoutLock<'static>>) -> std::io::Result<()>,
+) -> Result<ExitCode> {
+    let mut out = stdout();
+    write(&mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The error of a `--pg` option or `push` in a build without PostgreSQL.

@@ -1,9 +1,8 @@
 //! `piidx sessions`: the sessions Pi's `/resume` lists, newest first.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Global;
 use super::{FormatArgs, PgArgs};
@@ -23,12 +22,8 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let query = args.request.query("--")?;
-    let mut source = global.source(&args.pg)?;
-    let list = source
-        .sessions(&query)
-        .with_context(|| format!("listing sessions from {}", global.place(&args.pg)))?;
-    let mut out = super::stdout();
-    render::sessions::write(&mut out, &list, args.list.format(), &global.term)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    let list = global.ask(&args.pg, "listing sessions", |source| {
+        source.sessions(&query)
+    })?;
+    super::print(|out| render::sessions::write(out, &list, args.list.format(), &global.term))
 }

@@ -1,9 +1,8 @@
 //! `piidx subagents`: delegated runs, newest first.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Global;
 use super::{FormatArgs, PgArgs};
@@ -25,12 +24,8 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let query = args.request.query("--")?;
-    let mut source = global.source(&args.pg)?;
-    let runs = source
-        .subagents(&query)
-        .with_context(|| format!("listing subagent runs in {}", global.place(&args.pg)))?;
-    let mut out = super::stdout();
-    misc::write_subagents(&mut out, &runs, args.list.format(), &global.term)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    let runs = global.ask(&args.pg, "listing subagent runs", |source| {
+        source.subagents(&query)
+    })?;
+    super::print(|out| misc::write_subagents(out, &runs, args.list.format(), &global.term))
 }

@@ -1,9 +1,8 @@
 //! `piidx tools`: tool calls per tool, session or project.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Global;
 use super::{FormatArgs, PgArgs};
@@ -22,12 +21,8 @@ pub struct Args {
 
 pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
     let query = args.request.query("--")?;
-    let mut source = global.source(&args.pg)?;
-    let stats = source
-        .tools(&query)
-        .with_context(|| format!("tools query failed on {}", global.place(&args.pg)))?;
-    let mut out = super::stdout();
-    render::usage::write_tools(&mut out, &stats, args.list.format(), &global.term)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    let stats = global.ask(&args.pg, "asking for tool calls", |source| {
+        source.tools(&query)
+    })?;
+    super::print(|out| render::usage::write_tools(out, &stats, args.list.format(), &global.term))
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Global;
 use super::{FormatArgs, PgArgs};
@@ -36,10 +36,7 @@ pub fn run(args: Args, global: &Global) -> Result<ExitCode> {
         ..args.request.options("--")?
     };
     let by = options.by;
-    let mut source = global.source(&args.pg)?;
-    let report = source
-        .usage(&options)
-        .with_context(|| format!("usage query failed on {}", global.place(&args.pg)))?;
+    let report = global.ask(&args.pg, "summing usage", |source| source.usage(&options))?;
     for warning in &report.warnings {
         misc::warn(warning, &global.term);
     }
