@@ -14,22 +14,7 @@ use crate::parse::{self, ParsedLine};
 pub use crate::pipeline::{Batch, Cursor, ExactLine, FileStatus, LineError, SessionFacts, Target};
 use crate::read::{Fingerprint, Line, LineReader, read_title_slot};
 
-/// Bump when extraction changes: files indexed by an older parser are
-/// re-indexed automatically on the next sync. 2: an `id` or `parentId` of
-/// `""` counts as missing. 3: numbers are kept as written (they were parsed
-/// into floats and printed back, rounded) and image payloads keep their
-/// place among their object's keys. 4: every string is searchable, and
-/// system messages' large values are stored once (`shared_texts`). 5:
-/// subagent statuses in Pi 1.5's words, usage parts (reasoning, 1h cache).
-/// 6: large strings of tool results are shared texts too, stored deflated.
-/// 7: lone surrogate escapes read (as U+FFFD), lines export cannot rebuild
-/// kept in `exact_lines`, chunks cut at token boundaries, `model_change`
-/// model ids searchable, event streams indexed as Pi lists them; oh-my-pi
-/// and pi_agent_rust: the agent of each session, omp's title slot,
-/// `model_change.model`, `model_usage`, omp's and the port's roles. 8:
-/// omp's task runs name their transcript (`<id>.jsonl`), older omp
-/// sessions known by their ids and entries.
-pub const PARSER_VERSION: i64 = 8;
+pub use crate::pipeline::PARSER_VERSION;
 
 /// Input bytes per batch sent to the writer; bounds memory per worker.
 const BATCH_BYTES: u64 = 2 << 20;

@@ -227,7 +227,7 @@ impl Writer {
             batch.fingerprint.head_len as i64,
             batch.fingerprint.head_hash,
             batch.fingerprint.anchor_hash,
-            crate::ingest::PARSER_VERSION,
+            crate::pipeline::PARSER_VERSION,
             target.seen_ns,
         ];
         let sql = "INSERT INTO files(path, root, rel_path, depth, status, skip_reason, dev, ino, size,
