@@ -329,7 +329,6 @@ pub fn search_again(
     options: &SearchOptions,
 ) -> Result<Vec<Hit>, SearchError> {
     let plan = plan(options)?;
-    let limit = options.limit;
     let conn = store.connection();
     let stop = options.stop.bounded(SEARCH_BUDGET);
     head.readers.set_stop(stop.clone());
@@ -338,7 +337,7 @@ pub fn search_again(
     if stop.reached() {
         return Err(SearchError::stopped(&stop));
     }
-    search_within(store, head, options, plan, limit).map_err(|err| err.stopped_by(&stop))
+    search_within(store, head, options, plan).map_err(|err| err.stopped_by(&stop))
 }
 
 /// `search_again` once its `Stop` watches every connection.
@@ -347,7 +346,6 @@ fn search_within(
     head: &mut HeadStart,
     options: &SearchOptions,
     plan: Plan,
-    limit: usize,
 ) -> Result<Vec<Hit>, SearchError> {
     let conn = store.connection();
     let shards = match &plan {
@@ -364,7 +362,25 @@ fn search_within(
         Plan::Scan { .. } => 1,
     };
     let filters = Filters::build(options, first_filter)?;
-    let stage1 = Stage1::new(&plan, options, &filters, &shards);
+    // The rest reads one snapshot (ATTACH is not allowed in a transaction).
+    // Each statement on its own began and ended a read transaction of its
+    // own, with a lock and an unlock of every file it read (`fcntl`) and a
+    // look at the WAL index: ~30 statements and blob reads a search.
+    store.in_snapshot(|store| search_attached(store, head, options, &plan, &filters, &shards))
+}
+
+/// `search_within` once the shards are attached, in one read transaction.
+fn search_attached(
+    store: &Index,
+    head: &mut HeadStart,
+    options: &SearchOptions,
+    plan: &Plan,
+    filters: &Filters,
+    shards: &[String],
+) -> Result<Vec<Hit>, SearchError> {
+    let conn = store.connection();
+    let limit = options.limit;
+    let stage1 = Stage1::new(plan, options, filters, shards);
     head.readers.fit(store, stage1.sources());
     let raw_error = |err: SearchError| match err {
         SearchError::Sqlite(err) if options.raw && !crate::store::is_interrupt(&err) => {
@@ -383,12 +399,12 @@ fn search_within(
         }
     }
     // Stage 2: details and a snippet for the chosen chunks only.
-    let hits = hit::hits(conn, &plan, best)?;
+    let hits = hit::hits(conn, plan, best)?;
     // oh-my-pi's full tool outputs, matched with the same words (not a
     // --raw query: its columns are the shards').
-    match &plan {
+    match plan {
         Plan::Fts { table: "fts", expr } if !options.raw => {
-            let outputs = outputs::output_hits(conn, expr, &filters, options.sort, limit)?;
+            let outputs = outputs::output_hits(conn, expr, filters, options.sort, limit)?;
             Ok(outputs::merge(hits, outputs, options.sort, limit))
         }
         _ => Ok(hits),

@@ -65,43 +65,69 @@ pub(super) fn scan_snippet(body: &str, terms: &[String]) -> String {
 
 /// Snippets for FTS hits. The shards are contentless, so the chosen chunks
 /// are indexed again in a scratch in-memory table with the tokenizer of
-/// `table`, where FTS5's own `snippet()` marks the same matches.
+/// `table`, where FTS5's own `snippet()` marks the same matches. The
+/// chunks' text is read here, on the index's connection; the marking
+/// (`Marking::run`) needs none, so it can run on a thread of its own while
+/// the hits' details are read.
 pub(super) fn snippets_of(
     conn: &rusqlite::Connection,
     table: &str,
     expr: &str,
     chunk_ids: &[i64],
-) -> rusqlite::Result<HashMap<i64, String>> {
-    let tokenize = if table == "fts_trigram" {
-        "trigram"
-    } else {
-        "unicode61 remove_diacritics 2"
-    };
-    let mut scratch = rusqlite::Connection::open_in_memory()?;
-    scratch.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
-    ))?;
-    // In one transaction and in rowid order: FTS5 writes its pending terms
-    // out as a segment at every commit, and before any row whose id is not
-    // above the last one's. In rank order, one by one, nearly every insert
-    // wrote a segment (2–3 ms of a search).
+) -> rusqlite::Result<Marking> {
+    // In rowid order: see `Marking::run`.
     let mut ids = chunk_ids.to_vec();
     ids.sort_unstable();
-    let filling = scratch.transaction()?;
-    {
-        let mut insert = filling.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
-        for &chunk_id in &ids {
-            let text = chunk_body(conn, chunk_id)?;
-            insert.execute(rusqlite::params![chunk_id, text.unwrap_or_default()])?;
+    let bodies = ids
+        .into_iter()
+        .map(|chunk_id| Ok((chunk_id, chunk_body(conn, chunk_id)?.unwrap_or_default())))
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Marking {
+        tokenize: if table == "fts_trigram" {
+            "trigram"
+        } else {
+            "unicode61 remove_diacritics 2"
+        },
+        expr: expr.to_owned(),
+        bodies,
+    })
+}
+
+/// The chunks' text and the query, ready to be marked by FTS5.
+pub(super) struct Marking {
+    tokenize: &'static str,
+    expr: String,
+    /// (chunk id, text), in chunk id order.
+    bodies: Vec<(i64, String)>,
+}
+
+impl Marking {
+    /// Each chunk's snippet, by chunk id.
+    pub(super) fn run(self) -> rusqlite::Result<HashMap<i64, String>> {
+        let mut scratch = rusqlite::Connection::open_in_memory()?;
+        scratch.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{}')",
+            self.tokenize
+        ))?;
+        // In one transaction and in rowid order: FTS5 writes its pending terms
+        // out as a segment at every commit, and before any row whose id is not
+        // above the last one's. In rank order, one by one, nearly every insert
+        // wrote a segment (2–3 ms of a search).
+        let filling = scratch.transaction()?;
+        {
+            let mut insert = filling.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
+            for (chunk_id, text) in &self.bodies {
+                insert.execute(rusqlite::params![chunk_id, text])?;
+            }
         }
+        filling.commit()?;
+        let mut snippets = scratch.prepare(
+            "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
+        )?;
+        snippets
+            .query_map([&self.expr], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect()
     }
-    filling.commit()?;
-    let mut snippets = scratch.prepare(
-        "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
-    )?;
-    snippets
-        .query_map([expr], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect()
 }
 
 #[cfg(test)]

@@ -29,9 +29,13 @@ pub(super) struct Ranked {
 }
 
 /// A shard's scoring query: its matches of ?1 (`source` is `fts<k>.<table>`).
+/// The function is told the schema and table, so that it reads the rows'
+/// lengths beside the matches (`rank`).
 pub(super) fn rank_sql(table: &str, source: &str, restriction: &str, window: &str) -> String {
+    let schema = source.split_once('.').map_or("main", |(schema, _)| schema);
     format!(
-        "SELECT rowid, {rank}({table}) FROM {source} WHERE {table} MATCH ?1{restriction}{window}",
+        "SELECT rowid, {rank}({table}, '{schema}', '{table}') FROM {source}
+          WHERE {table} MATCH ?1{restriction}{window}",
         rank = rank::FUNCTION,
     )
 }
