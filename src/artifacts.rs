@@ -8,7 +8,8 @@
 //! `.jsonl` whose header is followed by agent events is recorded as an
 //! `event_stream`. A file is re-read only when its size or mtime changed, and
 //! its row goes when the file goes. Afterwards every subagent link is
-//! re-derived (`Store::link_subagents`). When the index redacts, an
+//! re-derived (`Store::link_subagents`) when rows changed since the last
+//! time (`Writer::links_stale`). When the index redacts, an
 //! artifact's text and metadata are redacted before they are stored (they
 //! get no `redactions` rows: those point at session entries).
 //!
@@ -88,6 +89,7 @@ pub fn sync(
                 if let Some(redactor) = redactor {
                     redact_artifact(&mut row, redactor);
                 }
+                store.mark_links_stale()?;
                 store.upsert_artifact(&row)?;
                 report.read += 1;
             }
@@ -99,6 +101,7 @@ pub fn sync(
         .collect();
     for (path, state) in &states {
         if synced.contains(&state.root) && !seen.contains(path) {
+            store.mark_links_stale()?;
             store.remove_artifact(state.artifact_id)?;
             report.removed += 1;
             let file = Path::new(path);
@@ -112,7 +115,12 @@ pub fn sync(
         }
     }
     store.purge_artifact_text()?;
-    store.link_subagents()?;
+    // Links are derived from rows: only when some changed (here or in an
+    // earlier sync that did not get this far).
+    if store.links_stale()? {
+        store.link_subagents()?;
+        store.links_fresh()?;
+    }
     Ok(report)
 }
 

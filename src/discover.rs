@@ -13,8 +13,6 @@
 
 use std::path::{Path, PathBuf};
 
-use walkdir::WalkDir;
-
 use crate::pipeline::Target;
 use crate::roots::Root;
 
@@ -78,85 +76,181 @@ pub fn discover(roots: &[Root]) -> Discovery {
     found
 }
 
+/// A directory waiting to be listed: its path, depth below the root, and
+/// the `(dev, ino)` of itself and every directory above it (a link back to
+/// one of them is a loop).
+struct Pending {
+    path: PathBuf,
+    depth: usize,
+    ancestors: Vec<(u64, u64)>,
+}
+
+/// Walks one root depth first, links followed. A file is `stat`ed through
+/// its directory (`fstatat` on the listing's descriptor, as std's
+/// `DirEntry::metadata` does): the kernel then looks up one name instead
+/// of every component of the path, which was most of the system time of a
+/// sync that finds nothing new (walkdir stats the whole path, and opens
+/// each directory a second time to check for loops). Only symlinks are
+/// `stat`ed by their path, to follow them.
 fn walk_root(root_spec: &Root, found: &mut Discovery) {
+    use std::os::unix::fs::MetadataExt;
     let root = root_spec.path.as_path();
-    let listed_depth = root_spec.layout.listed_depth();
     let root_text = root.to_string_lossy().into_owned();
-    let walker = WalkDir::new(root)
-        .follow_links(true)
-        .min_depth(1)
-        .into_iter()
-        .filter_entry(|entry| {
-            !(entry.file_type().is_dir() && is_excluded_dir(&entry.file_name().to_string_lossy()))
-        });
-    for item in walker {
-        let entry = match item {
-            Ok(entry) => entry,
+    let root_id = match std::fs::metadata(root) {
+        Ok(metadata) => (metadata.dev(), metadata.ino()),
+        Err(err) => {
+            note_error(found, root, &err, None);
+            return;
+        }
+    };
+    let mut stack = vec![Pending {
+        path: root.to_owned(),
+        depth: 0,
+        ancestors: vec![root_id],
+    }];
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir.path) {
+            Ok(entries) => entries,
             Err(err) => {
-                match err.path().filter(|_| hides_what_it_holds(&err)) {
-                    Some(path) => {
-                        let reason = err
-                            .io_error()
-                            .map_or_else(|| err.to_string(), ToString::to_string);
-                        found.unreadable.push((path.to_owned(), reason));
-                    }
-                    None => found.warnings.push(describe_walk_error(&err)),
+                note_error(found, &dir.path, &err, None);
+                continue;
+            }
+        };
+        let depth = dir.depth + 1;
+        let mut subdirs = Vec::new();
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    note_error(found, &dir.path, &err, None);
+                    continue;
                 }
-                continue;
-            }
-        };
-        if !is_session_name(&entry.file_name().to_string_lossy()) {
-            continue;
-        }
-        let path = entry.path().to_owned();
-        let rel_path = path
-            .strip_prefix(root)
-            .map(|rel| rel.to_string_lossy().replace('\\', "/"))
-            .unwrap_or_else(|_| path.to_string_lossy().into_owned());
-        let mut target = Target {
-            path,
-            root: root_text.clone(),
-            rel_path,
-            depth: entry.depth() as i64,
-            listed: entry.depth() as i64 == listed_depth,
-            dev: 0,
-            ino: 0,
-            size: 0,
-            mtime_ns: 0,
-            seen_ns: 0,
-        };
-        let metadata = match entry.metadata() {
-            Ok(metadata) => metadata,
-            Err(err) if hides_what_it_holds(&err) => {
-                let reason = err
-                    .io_error()
-                    .map_or_else(|| err.to_string(), ToString::to_string);
-                found
-                    .unreadable
-                    .push((target.path, format!("cannot stat: {reason}")));
-                continue;
-            }
-            // Gone since the directory was listed, or a dangling link.
-            Err(err) => {
-                found.warnings.push(describe_walk_error(&err));
-                continue;
-            }
-        };
-        fill_stat(&mut target, &metadata);
-        let file_type = metadata.file_type();
-        if file_type.is_file() {
-            found.files.push(target);
-        } else {
-            let what = if file_type.is_dir() {
-                "a directory"
-            } else {
-                "not a regular file (a FIFO, socket or device)"
             };
-            found.unusable.push(Unusable {
-                target,
-                reason: format!("{what}; not read"),
-            });
+            let path = entry.path();
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            // A link is followed: what it points to decides. A link that
+            // points nowhere is reported (and its rows kept, if unreadable).
+            let metadata = if file_type.is_symlink() {
+                match std::fs::metadata(&path) {
+                    Ok(metadata) => Some(metadata),
+                    Err(err) => {
+                        note_error(found, &path, &err, None);
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            let is_dir = metadata
+                .as_ref()
+                .map_or(file_type.is_dir(), std::fs::Metadata::is_dir);
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if is_dir {
+                if is_excluded_dir(&name) {
+                    continue;
+                }
+                let metadata = match metadata.map_or_else(|| entry.metadata(), Ok) {
+                    Ok(metadata) => metadata,
+                    Err(err) => {
+                        note_error(found, &path, &err, None);
+                        continue;
+                    }
+                };
+                let id = (metadata.dev(), metadata.ino());
+                if dir.ancestors.contains(&id) {
+                    found
+                        .warnings
+                        .push(format!("{}: symlink loop; not followed", path.display()));
+                    continue;
+                }
+                if is_session_name(&name) {
+                    found.unusable.push(Unusable {
+                        target: target(root_spec, &root_text, path.clone(), depth, &metadata),
+                        reason: "a directory; not read".into(),
+                    });
+                }
+                let mut ancestors = dir.ancestors.clone();
+                ancestors.push(id);
+                subdirs.push(Pending {
+                    path,
+                    depth,
+                    ancestors,
+                });
+                continue;
+            }
+            if !is_session_name(&name) {
+                continue;
+            }
+            let metadata = match metadata.map_or_else(|| entry.metadata(), Ok) {
+                Ok(metadata) => metadata,
+                Err(err) => {
+                    note_error(found, &path, &err, Some("cannot stat: "));
+                    continue;
+                }
+            };
+            let target = target(root_spec, &root_text, path, depth, &metadata);
+            let file_type = metadata.file_type();
+            if file_type.is_file() {
+                found.files.push(target);
+            } else {
+                found.unusable.push(Unusable {
+                    target,
+                    reason: "not a regular file (a FIFO, socket or device); not read".into(),
+                });
+            }
         }
+        // Listed in order, entered depth first: the first subdirectory
+        // found is walked next.
+        stack.extend(subdirs.into_iter().rev());
+    }
+}
+
+/// A file found `depth` levels below `root_spec`'s directory, with its `stat`.
+fn target(
+    root_spec: &Root,
+    root_text: &str,
+    path: PathBuf,
+    depth: usize,
+    metadata: &std::fs::Metadata,
+) -> Target {
+    let depth = depth as i64;
+    let mut target = Target {
+        rel_path: relative(&root_spec.path, &path),
+        path,
+        root: root_text.to_owned(),
+        depth,
+        listed: depth == root_spec.layout.listed_depth(),
+        dev: 0,
+        ino: 0,
+        size: 0,
+        mtime_ns: 0,
+        seen_ns: 0,
+    };
+    fill_stat(&mut target, metadata);
+    target
+}
+
+/// `path` below `root`, with `/` between its parts.
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_else(|_| path.to_string_lossy().into_owned())
+}
+
+/// Records what could not be listed or `stat`ed: under `unreadable` when
+/// it may hide files (no permission, an I/O error), so that their rows are
+/// kept; as a warning when it is known to be gone (a link to nowhere, a
+/// file deleted meanwhile) or a link loop the kernel stopped.
+fn note_error(found: &mut Discovery, path: &Path, err: &std::io::Error, prefix: Option<&str>) {
+    if hides_what_it_holds(err) {
+        found
+            .unreadable
+            .push((path.to_owned(), format!("{}{err}", prefix.unwrap_or(""))));
+    } else {
+        found.warnings.push(format!("{}: {err}", path.display()));
     }
 }
 
@@ -174,29 +268,6 @@ fn fill_stat(target: &mut Target, metadata: &std::fs::Metadata) {
 /// True for an error that leaves it unknown what is there (no permission,
 /// an I/O error); false for what is known to be gone (a dangling link, a
 /// file deleted meanwhile) and for symlink loops.
-fn hides_what_it_holds(err: &walkdir::Error) -> bool {
-    if err.loop_ancestor().is_some() {
-        return false;
-    }
-    match err.io_error() {
-        Some(io) => {
-            io.kind() != std::io::ErrorKind::NotFound && io.raw_os_error() != Some(libc::ELOOP)
-        }
-        None => true,
-    }
-}
-
-fn describe_walk_error(err: &walkdir::Error) -> String {
-    let path = err
-        .path()
-        .map(|path| path.display().to_string())
-        .unwrap_or_else(|| "?".into());
-    if err.loop_ancestor().is_some() {
-        format!("{path}: symlink loop; not followed")
-    } else {
-        match err.io_error() {
-            Some(io) => format!("{path}: {io}"),
-            None => format!("{path}: {err}"),
-        }
-    }
+fn hides_what_it_holds(err: &std::io::Error) -> bool {
+    err.kind() != std::io::ErrorKind::NotFound && err.raw_os_error() != Some(libc::ELOOP)
 }

@@ -7,8 +7,7 @@
 //! every ~32 MB or second; each batch carries its file's cursor, so whatever
 //! is committed when the process dies is a consistent prefix.
 
-use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
+use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +24,7 @@ use crate::ingest::{self, Batch, FileStatus, IngestOptions, PARSER_VERSION, Star
 use crate::read::Fingerprint;
 use crate::roots::Root;
 use crate::secrets::Redactor;
-use crate::store::{FileState, RedactionState, StoreError, Writer};
+use crate::store::{FileStat, RedactionState, StoreError, Writer};
 
 /// A file modified less than this long before it was last seen is checked
 /// again (by fingerprint) even if its stat is unchanged: filesystems with
@@ -240,7 +239,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
             .collect(),
         ..SyncReport::default()
     };
-    let plan = plan(options, &states, discovery, &mut report);
+    let plan = plan(options, &store, &states, discovery, &mut report)?;
     // A first sync, or one that a kill cut short, loads with a rollback
     // journal (see `begin_bulk_load`); only when there is something to
     // load: switching the journal mode writes the file, and a root with no
@@ -279,7 +278,13 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         let stop = &stop;
         let jobs = plan.jobs;
         let total_files = jobs.len();
-        scope.spawn(move || run_jobs(jobs, sender, ingest_options, stop));
+        // Nothing to read: no rayon pool is started (its threads cost more
+        // than a sync that finds nothing new does otherwise).
+        if jobs.is_empty() {
+            drop(sender);
+        } else {
+            scope.spawn(move || run_jobs(jobs, sender, ingest_options, stop));
+        }
         let written = write_all(&store, receiver, &progress, total_files, &mut report);
         if written.is_err() {
             stop.store(true, Ordering::Relaxed);
@@ -319,10 +324,10 @@ pub fn redactor_for(state: Option<RedactionState>) -> Option<Arc<Redactor>> {
 }
 
 /// The database ready for writing, with what it knows of every file.
-fn open_index(options: &SyncOptions) -> Result<(Writer, HashMap<OsString, FileState>), SyncError> {
+fn open_index(options: &SyncOptions) -> Result<(Writer, Vec<FileStat>), SyncError> {
     let store = Writer::open(&options.db)?;
     store.start_fts(options.fts_shards)?;
-    let states = store.file_states()?;
+    let states = store.file_stats()?;
     Ok((store, states))
 }
 
@@ -332,45 +337,71 @@ struct Plan {
     bytes_to_read: u64,
 }
 
+/// Compares the walk with the index: both lists are sorted by the bytes of
+/// their paths, so one merge pairs them (no hashing of 10,000 paths, no set
+/// of paths seen). Only the files that grew have their cursor read.
 fn plan(
     options: &SyncOptions,
-    states: &HashMap<OsString, FileState>,
+    store: &Writer,
+    states: &[FileStat],
     discovery: Discovery,
     report: &mut SyncReport,
-) -> Plan {
+) -> Result<Plan, StoreError> {
     let mut jobs = Vec::new();
     let mut bytes_to_read = 0;
-    let mut seen = HashSet::new();
+    let mut seen = vec![false; states.len()];
     // Whatever lies in a directory that could not be listed may still be
     // there: it is not removed.
-    for state in states.values() {
-        if discovery.hides(&state.path) {
-            seen.insert(state.path.as_os_str().to_owned());
+    if !discovery.unreadable.is_empty() {
+        for (state, seen) in states.iter().zip(seen.iter_mut()) {
+            if discovery.hides(Path::new(&state.path)) {
+                *seen = true;
+            }
         }
     }
+    let mut next = 0;
     for target in discovery.files {
-        seen.insert(target.path.as_os_str().to_owned());
-        let state = states.get(target.path.as_os_str());
-        match start_for(options, state, &target) {
-            Some(start) => {
-                let from = match &start {
-                    Start::Resume(cursor, _) => cursor.offset,
-                    Start::Scratch => 0,
-                };
-                bytes_to_read += target.size.saturating_sub(from);
-                let known = state.is_some_and(|state| state.status == FileStatus::Indexed);
-                jobs.push(Job::Read {
-                    target,
-                    start,
-                    known,
-                });
-            }
-            None => report.files_unchanged += 1,
+        let path = target.path.as_os_str().as_encoded_bytes();
+        while next < states.len() && states[next].path.as_encoded_bytes() < path {
+            next += 1;
         }
+        let state = match states.get(next) {
+            Some(state) if state.path.as_encoded_bytes() == path => {
+                seen[next] = true;
+                Some(state)
+            }
+            _ => None,
+        };
+        let start = match start_for(options, state, &target) {
+            Planned::Unchanged => {
+                report.files_unchanged += 1;
+                continue;
+            }
+            Planned::Scratch => Start::Scratch,
+            Planned::Resume(file_id) => match store.resume_point(file_id)? {
+                Some((cursor, fingerprint)) => Start::Resume(cursor, fingerprint),
+                None => Start::Scratch,
+            },
+        };
+        let from = match &start {
+            Start::Resume(cursor, _) => cursor.offset,
+            Start::Scratch => 0,
+        };
+        bytes_to_read += target.size.saturating_sub(from);
+        let known = state.is_some_and(|state| state.status == FileStatus::Indexed);
+        jobs.push(Job::Read {
+            target,
+            start,
+            known,
+        });
     }
     for unusable in discovery.unusable {
-        seen.insert(unusable.target.path.as_os_str().to_owned());
-        let state = states.get(unusable.target.path.as_os_str());
+        let path = unusable.target.path.as_os_str().as_encoded_bytes();
+        let found = states.binary_search_by(|state| state.path.as_encoded_bytes().cmp(path));
+        let state = found.ok().map(|at| {
+            seen[at] = true;
+            &states[at]
+        });
         if state.is_some_and(|state| {
             matches!(state.status, FileStatus::Skipped(_)) && same_stat(state, &unusable.target)
         }) {
@@ -390,42 +421,50 @@ fn plan(
         .map(|root| root.path.to_string_lossy().into_owned())
         .collect();
     let mut removals: Vec<i64> = states
-        .values()
-        .filter(|state| {
-            synced_roots.contains(&state.root) && !seen.contains(state.path.as_os_str())
-        })
+        .iter()
+        .zip(&seen)
+        .filter(|(state, seen)| !**seen && synced_roots.contains(&*state.root))
+        .map(|(state, _)| state)
         .filter(|state| options.prune || state.status != FileStatus::Deleted)
         .map(|state| state.file_id)
         .collect();
     removals.sort_unstable();
-    Plan {
+    Ok(Plan {
         jobs,
         removals,
         bytes_to_read,
-    }
+    })
 }
 
-/// `None` when the file is unchanged since the last sync.
-fn start_for(options: &SyncOptions, state: Option<&FileState>, target: &Target) -> Option<Start> {
+/// What a discovered file needs.
+enum Planned {
+    /// Unchanged since the last sync: not opened.
+    Unchanged,
+    Scratch,
+    /// Read on from where the file with this id stopped.
+    Resume(i64),
+}
+
+fn start_for(options: &SyncOptions, state: Option<&FileStat>, target: &Target) -> Planned {
     let Some(state) = state else {
-        return Some(Start::Scratch);
+        return Planned::Scratch;
     };
     let stale = options.full
         || state.parser_version != PARSER_VERSION
         || state.status == FileStatus::Deleted;
     if stale {
-        return Some(Start::Scratch);
+        return Planned::Scratch;
     }
     if same_stat(state, target) && state.mtime_ns + RACY_NS < state.seen_ns {
-        return None;
+        return Planned::Unchanged;
     }
     if state.status != FileStatus::Indexed {
-        return Some(Start::Scratch);
+        return Planned::Scratch;
     }
-    Some(Start::Resume(state.cursor.clone(), state.fingerprint))
+    Planned::Resume(state.file_id)
 }
 
-fn same_stat(state: &FileState, target: &Target) -> bool {
+fn same_stat(state: &FileStat, target: &Target) -> bool {
     state.dev == target.dev
         && state.ino == target.ino
         && state.size == target.size

@@ -49,7 +49,7 @@ pub use restore::{entries_mention, restore_entry, shared_values, stored_images};
 pub use roots::{RootInfo, remembered};
 pub use schema::SCHEMA_VERSION;
 pub use shard_readers::{ShardReadError, ShardReaders, Started};
-pub use state::FileState;
+pub use state::{FileStat, FileState};
 pub use stop::{Stop, Watching, is_interrupt};
 pub use subagents::{ArtifactRow, ArtifactState};
 pub use write::WriteStats;

@@ -73,6 +73,7 @@ impl Writer {
         if let FileStatus::Unreadable(_) = batch.status {
             return Ok(WriteStats::default());
         }
+        self.mark_links_stale()?;
         let path = batch.target.path.to_string_lossy();
         let existing = self.file_id(&path)?;
         if let (true, Some(file_id)) = (batch.reset, existing) {
@@ -120,6 +121,7 @@ impl Writer {
 
     /// Forgets a file that no longer exists, or marks it deleted.
     pub fn remove_file(&self, file_id: i64, keep_rows: bool) -> Result<()> {
+        self.mark_links_stale()?;
         if keep_rows {
             self.conn
                 .execute(
@@ -135,6 +137,39 @@ impl Writer {
             .execute("DELETE FROM files WHERE file_id = ?1", [file_id])
             .map_err(self.err())?;
         Ok(())
+    }
+
+    /// Notes, in the open transaction, that rows the subagent links are
+    /// derived from changed: the artifacts pass then derives them again
+    /// (`links_stale`). Kept in `meta` rather than in memory, so that a
+    /// sync killed after committing rows but before relinking leaves the
+    /// mark for the next one, which may find nothing else to do.
+    pub fn mark_links_stale(&self) -> Result<()> {
+        self.conn
+            .prepare_cached("INSERT OR IGNORE INTO meta(key, value) VALUES ('links_stale', '1')")
+            .and_then(|mut stmt| stmt.execute([]))
+            .map(|_| ())
+            .map_err(self.err())
+    }
+
+    /// True when rows changed since the subagent links were last derived.
+    /// A sync that finds nothing new skips deriving them, which reads every
+    /// session row (most of its page reads over 10,000 files).
+    pub fn links_stale(&self) -> Result<bool> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM meta WHERE key = 'links_stale'")
+            .and_then(|mut stmt| stmt.query_row([], |_| Ok(())).optional())
+            .map(|found| found.is_some())
+            .map_err(self.err())
+    }
+
+    /// The links were derived again, in the open transaction.
+    pub fn links_fresh(&self) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM meta WHERE key = 'links_stale'")
+            .and_then(|mut stmt| stmt.execute([]))
+            .map(|_| ())
+            .map_err(self.err())
     }
 
     fn file_id(&self, path: &str) -> Result<Option<i64>> {
