@@ -213,29 +213,45 @@ impl PushTable {
 /// its entries' row ids), its machine label and root layout, and the values other
 /// files decide (its session's parent, its fork copies' `copies`, its runs'
 /// child sessions).
+///
+/// Each table is read once, grouped by file (a pass in key order), rather
+/// than looked up file by file: an incremental push reads every file's
+/// signature, and the lookups made that most of its time (~200 ms of a
+/// 100-line push on the 1 GB index).
 const SIGNATURES: &str = "
+WITH e AS (SELECT file_id, count(*) || ':' || coalesce(max(entry_rowid), 0) AS sig,
+                  coalesce(max(entry_rowid), 0) AS max_rowid, count(*) AS n
+             FROM entries GROUP BY file_id),
+     u AS (SELECT file_id, count(*) || ':' || coalesce(sum(copies * (entry_rowid % 1000003)), 0) AS sig
+             FROM usage_records GROUP BY file_id),
+     t AS (SELECT file_id,
+                  count(*) || ':' || coalesce(sum(copies * (entry_rowid % 1000003 + block_index)), 0) AS sig
+             FROM tool_call_meta GROUP BY file_id),
+     sr AS (SELECT file_id,
+                   count(*) || ':' || coalesce(sum(coalesce(child_file_id, -1) * (run_rowid % 1000003)), 0)
+                   || ':' || coalesce(group_concat(child_session_id ORDER BY run_rowid), '') AS sig
+              FROM subagent_runs GROUP BY file_id)
 SELECT f.file_id, coalesce(f.offset, 0),
        f.path || '|' || coalesce(f.offset, '') || '|' || coalesce(f.line_count, '') || '|'
        || coalesce(f.head_hash, '') || '|' || coalesce(f.anchor_hash, '') || '|'
        || coalesce(f.parser_version, '') || '|'
-       || (SELECT count(*) || ':' || coalesce(max(e.entry_rowid), 0)
-             FROM entries e WHERE e.file_id = f.file_id) || '|'
+       || coalesce(e.sig, '0:0') || '|'
        || coalesce(f.mtime_ns, '') || '|' || coalesce(r.machine, ?1) || '|'
        || coalesce(r.layout, '') || '|' || coalesce(s.parent_session_id, '') || '|'
        || coalesce(s.listed_by_pi, '') || '|'
-       || (SELECT count(*) || ':' || coalesce(sum(u.copies * (u.entry_rowid % 1000003)), 0)
-             FROM usage_records u WHERE u.file_id = f.file_id) || '|'
-       || (SELECT count(*) || ':' || coalesce(sum(t.copies * (t.entry_rowid % 1000003 + t.block_index)), 0)
-             FROM tool_call_meta t WHERE t.file_id = f.file_id) || '|'
-       || (SELECT count(*) || ':' || coalesce(sum(coalesce(sr.child_file_id, -1) * (sr.run_rowid % 1000003)), 0)
-                  || ':' || coalesce(group_concat(sr.child_session_id), '')
-             FROM subagent_runs sr WHERE sr.file_id = f.file_id),
+       || coalesce(u.sig, '0:0') || '|'
+       || coalesce(t.sig, '0:0') || '|'
+       || coalesce(sr.sig, '0:0:'),
        f.path || '|' || coalesce(f.head_hash, '') || '|' || coalesce(f.parser_version, '') || '|'
        || coalesce(r.machine, ?1) || '|' || coalesce(r.layout, ''),
-       (SELECT coalesce(max(e.entry_rowid), 0) FROM entries e WHERE e.file_id = f.file_id),
-       (SELECT count(*) FROM entries e WHERE e.file_id = f.file_id)
+       coalesce(e.max_rowid, 0),
+       coalesce(e.n, 0)
   FROM files f JOIN sessions s ON s.file_id = f.file_id
   LEFT JOIN roots r ON r.path = f.root
+  LEFT JOIN e ON e.file_id = f.file_id
+  LEFT JOIN u ON u.file_id = f.file_id
+  LEFT JOIN t ON t.file_id = f.file_id
+  LEFT JOIN sr ON sr.file_id = f.file_id
  WHERE f.status = 'indexed'";
 
 impl Writer {

@@ -2,22 +2,28 @@
 //! index's full-text shards hold: messages, thinking, tool calls and
 //! results, bash output, summaries…) matched with their `tsvector` (GIN),
 //! ranked with `ts_rank_cd`, the best chunk of each entry kept, and cut into
-//! snippets with `ts_headline`, as the index's `Hit`s. As in the index, only
+//! snippets by FTS5 as the index cuts them, as the index's `Hit`s. The
+//! `tsvector`s hold the index's own tokens (`store::pg::lexemes`), so a
+//! query is split into words as the index splits it. As in the index, only
 //! the newest `RANK_WINDOW` matching chunks are ranked: finding the matches
 //! reads the GIN index and small heap rows, while ranking reads each
 //! match's whole `tsvector`, and a common word has tens of thousands.
 //!
 //! The query language is piidx's (words AND-ed, "phrases", prefix*, OR,
-//! NOT, parentheses), translated here into a `tsquery`; `--raw` passes a
-//! `tsquery` through. The filters are the index's: `--role` reads the same
+//! NOT, parentheses), read by the index's `syntax::translate` and turned
+//! here into a `tsquery`; `--raw` passes a `tsquery` through. The filters are the index's: `--role` reads the same
 //! conditions (`search::role_condition`) on the same column names.
 //! `--substring` has no word index to use in the store and is refused.
 
+use std::collections::HashMap;
+
 use super::{Params, Pg, PgError, clause, conditions};
 use crate::query::scope::Columns;
+use crate::query::search::syntax::{has_unspaced_script, translate};
 use crate::query::search::{
     Hit, MARK_CLOSE, MARK_OPEN, RANK_WINDOW, SearchError, SearchOptions, Sort, role_condition,
 };
+use crate::store::pg::lexemes::{TRIGRAM_MARK, Tokenizers};
 use crate::time::format_iso_ms;
 
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +38,8 @@ pub enum PgSearchError {
     Filter(#[from] SearchError),
     #[error(transparent)]
     Pg(#[from] PgError),
+    #[error("marking the snippets of the team store's hits")]
+    Snippet(#[source] rusqlite::Error),
 }
 
 /// A lexeme for `to_tsquery`, quoted.
@@ -44,143 +52,116 @@ fn lexeme(word: &str, prefix: bool) -> String {
     }
 }
 
-/// One operand: the text quoted whole, so that PostgreSQL's parser splits
-/// it as it split the indexed text (`Cargo.toml` stays one token, a
-/// phrase's words are joined with `<->`); `None` when it has no letter or
-/// digit.
-fn operand(text: &str, prefix: bool) -> Option<String> {
-    let text = text.trim_matches(|c: char| !c.is_alphanumeric());
-    text.chars()
-        .any(char::is_alphanumeric)
-        .then(|| lexeme(text, prefix))
+/// A lexeme no text has (trigram lexemes have at least one character
+/// after the mark): what an operand without tokens becomes, as FTS5's
+/// empty phrase matches nothing.
+fn nothing() -> String {
+    lexeme(&TRIGRAM_MARK.to_string(), false)
+}
+
+/// One operand of the index's MATCH expression (a quoted string, maybe a
+/// prefix) as a `tsquery`: its tokens, by the index's tokenizer, joined
+/// with `<->`; with `trigrams`, its trigrams (a term under three
+/// characters: a prefix of the texts' trigrams, so found anywhere).
+fn operand(
+    tokenizers: &Tokenizers,
+    text: &str,
+    prefix: bool,
+    trigrams: bool,
+) -> Result<String, PgError> {
+    let mut parts = Vec::new();
+    if trigrams {
+        tokenizers.trigrams(text, |token| parts.push(lexeme(token, false)))?;
+        if parts.is_empty() && !text.is_empty() {
+            let short = format!("{TRIGRAM_MARK}{}", text.to_lowercase());
+            parts.push(lexeme(&short, true));
+        }
+    } else {
+        tokenizers.words(text, |token| parts.push(lexeme(token, false)))?;
+        if prefix && let Some(last) = parts.pop() {
+            parts.push(format!("{last}:*"));
+        }
+    }
+    Ok(match parts.len() {
+        0 => nothing(),
+        1 => parts.remove(0),
+        _ => format!("({})", parts.join(" <-> ")),
+    })
 }
 
 /// piidx's query language as a `tsquery` text; `None` when it has no word.
-pub fn to_tsquery(query: &str) -> Option<String> {
-    enum Tok {
-        Open,
-        Close,
-        Or,
-        Not,
-        Term(String),
+/// The query is read as the index reads it (`syntax::translate`: words
+/// AND-ed, "phrases", prefix*, OR, NOT, parentheses) and its operands are
+/// split by the tokenizers that made the store's lexemes: a query with
+/// unspaced script (CJK & co.) is looked for in the trigrams, as the index
+/// looks in its trigram table.
+pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>, PgError> {
+    let expr = translate(query).expr;
+    if expr.is_empty() {
+        return Ok(None);
     }
-    let mut toks = Vec::new();
-    let mut chars = query.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        if c.is_whitespace() {
-            chars.next();
-        } else if c == '(' {
-            chars.next();
-            toks.push(Tok::Open);
-        } else if c == ')' {
-            chars.next();
-            toks.push(Tok::Close);
-        } else if c == '"' {
-            chars.next();
-            let phrase: String = chars.by_ref().take_while(|&c| c != '"').collect();
-            let prefix = chars.peek() == Some(&'*');
-            if prefix {
-                chars.next();
-            }
-            if let Some(op) = operand(&phrase, prefix) {
-                toks.push(Tok::Term(op));
-            }
-        } else {
-            let mut word = String::new();
-            while let Some(&c) = chars.peek() {
-                if c.is_whitespace() || c == '(' || c == ')' || c == '"' {
-                    break;
-                }
-                word.push(c);
-                chars.next();
-            }
-            match word.as_str() {
-                "OR" => toks.push(Tok::Or),
-                "AND" => {}
-                "NOT" => toks.push(Tok::Not),
-                _ => {
-                    let (word, negated) = match word.strip_prefix('-') {
-                        Some(rest) if !rest.is_empty() => (rest, true),
-                        _ => (word.as_str(), false),
-                    };
-                    let (word, prefix) = match word.strip_suffix('*') {
-                        Some(rest) => (rest, true),
-                        None => (word, false),
-                    };
-                    if let Some(op) = operand(word, prefix) {
-                        if negated {
-                            toks.push(Tok::Not);
-                        }
-                        toks.push(Tok::Term(op));
-                    }
-                }
-            }
-        }
-    }
-    // Operands next to each other are AND-ed; NOT binds to what follows.
+    let trigrams = has_unspaced_script(query);
     let mut out = String::new();
-    let mut words = 0;
-    let mut need_op = false;
-    let mut depth = 0i32;
-    for tok in toks {
-        match tok {
-            Tok::Or => {
-                if need_op {
-                    out.push_str(" | ");
-                    need_op = false;
+    let mut chars = expr.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                let mut text = String::new();
+                while let Some(c) = chars.next() {
+                    if c == '"' {
+                        if chars.peek() == Some(&'"') {
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    text.push(c);
                 }
+                let prefix = chars.peek() == Some(&'*');
+                if prefix {
+                    chars.next();
+                }
+                out.push_str(&operand(tokenizers, &text, prefix, trigrams)?);
             }
-            Tok::Not | Tok::Open | Tok::Term(_) => {
-                if need_op {
-                    out.push_str(" & ");
+            '(' | ')' => out.push(c),
+            c if c.is_whitespace() => {}
+            _ => {
+                let mut word = String::from(c);
+                while let Some(&c) = chars.peek() {
+                    if c.is_whitespace() || c == '(' || c == ')' || c == '"' {
+                        break;
+                    }
+                    word.push(c);
+                    chars.next();
                 }
-                match tok {
-                    Tok::Not => {
-                        out.push('!');
-                        need_op = false;
-                    }
-                    Tok::Open => {
-                        out.push('(');
-                        depth += 1;
-                        need_op = false;
-                    }
-                    Tok::Term(term) => {
-                        out.push_str(&term);
-                        words += 1;
-                        need_op = true;
-                    }
-                    _ => {}
-                }
-            }
-            Tok::Close => {
-                if depth > 0 {
-                    // `()` or a dangling operator before `)` is dropped.
-                    let trimmed = out.trim_end_matches([' ', '&', '|', '!']).len();
-                    out.truncate(trimmed);
-                    if out.ends_with('(') {
-                        out.pop();
-                        need_op = !out.is_empty() && !out.ends_with(['&', '|', '!', '(', ' ']);
-                    } else {
-                        out.push(')');
-                        need_op = true;
-                    }
-                    depth -= 1;
-                }
+                // FTS5's binary NOT is "and not".
+                out.push_str(match word.as_str() {
+                    "AND" => " & ",
+                    "OR" => " | ",
+                    "NOT" => " & !",
+                    _ => " ",
+                });
             }
         }
     }
-    let trimmed = out.trim_end_matches([' ', '&', '|', '!', '(']).len();
-    out.truncate(trimmed);
-    for _ in 0..depth {
-        out.push(')');
+    Ok(Some(out))
+}
+
+/// The index's MATCH expression for `--raw`'s `tsquery`, for snippets:
+/// its quoted lexemes, OR-ed.
+fn raw_snippet_expr(tsquery: &str) -> String {
+    let mut words = Vec::new();
+    let mut rest = tsquery;
+    while let Some(at) = rest.find('\'') {
+        let after = &rest[at + 1..];
+        let Some(end) = after.find('\'') else { break };
+        let word = after[..end].trim_start_matches(TRIGRAM_MARK);
+        if !word.is_empty() {
+            words.push(format!("\"{}\"", word.replace('"', "\"\"")));
+        }
+        rest = &after[end + 1..];
     }
-    // Balance what was cut: count again.
-    let opens = out.matches('(').count();
-    let closes = out.matches(')').count();
-    for _ in closes..opens {
-        out.push(')');
-    }
-    (words > 0).then_some(out)
+    words.join(" OR ")
 }
 
 /// The hits for `options` from the team store; `machine` keeps one
@@ -207,10 +188,13 @@ pub fn search(
     pg.client
         .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
         .map_err(pg.err())?;
-    let tsquery = if options.raw {
-        options.query.clone()
+    let tokenizers = Tokenizers::new().map_err(PgError::from)?;
+    let (tsquery, snippet_expr) = if options.raw {
+        (options.query.clone(), raw_snippet_expr(&options.query))
     } else {
-        to_tsquery(&options.query).ok_or_else(|| PgSearchError::Empty(options.query.clone()))?
+        let tsquery = to_tsquery(&tokenizers, &options.query)?
+            .ok_or_else(|| PgSearchError::Empty(options.query.clone()))?;
+        (tsquery, translate(&options.query).expr)
     };
     let mut params = Params::default();
     params.add(tsquery);
@@ -228,7 +212,7 @@ pub fn search(
         Sort::Recent => "timestamp_ms DESC NULLS LAST, rank DESC, src, chunk_id",
     };
     let sql = format!(
-        "WITH q AS (SELECT to_tsquery('simple', $1) AS q),
+        "WITH q AS (SELECT $1::text::tsquery AS q),
          matches AS (
            SELECT c.src, c.chunk_id, c.entry_rowid, c.timestamp_ms
              FROM texts c CROSS JOIN q
@@ -243,11 +227,9 @@ pub fn search(
             ORDER BY m.src, m.entry_rowid, rank DESC, m.chunk_id),
          best AS (SELECT * FROM ranked ORDER BY {order} LIMIT $2)
          SELECT s.session_id, s.file_path, s.name, s.first_message, s.cwd, c.entry_id, c.kind,
-                c.entry_type, c.timestamp_ms, c.line_no, b.rank::float8,
-                ts_headline('simple', c.text, q.q,
-                            'StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}, MaxWords=30, MinWords=12, MaxFragments=1'),
+                c.entry_type, c.timestamp_ms, c.line_no, b.rank::float8, c.text,
                 c.tool_name, c.json_path, c.chunk_id
-           FROM best b CROSS JOIN q
+           FROM best b
            JOIN texts c ON c.src = b.src AND c.chunk_id = b.chunk_id
            JOIN sessions s ON s.src = c.src AND s.file_id = c.file_id
           ORDER BY {}",
@@ -259,11 +241,18 @@ pub fn search(
             .join(", ")
     );
     let rows = pg.client.query(&sql, &params.refs()).map_err(pg.err())?;
+    let texts: Vec<(i64, &str)> = rows.iter().map(|row| (row.get(14), row.get(11))).collect();
+    let trigrams = has_unspaced_script(&options.query);
+    let mut snippets = snippets(&texts, &snippet_expr, trigrams).map_err(PgSearchError::Snippet)?;
     Ok(rows
         .iter()
         .map(|row| {
             let rank: f64 = row.get(10);
-            let snippet: String = row.get(11);
+            let chunk_id: i64 = row.get(14);
+            let snippet = snippets.remove(&chunk_id).unwrap_or_else(|| {
+                let text: &str = row.get(11);
+                text.chars().take(120).collect()
+            });
             Hit {
                 session_id: row.get::<_, Option<String>>(0).unwrap_or_default(),
                 session_path: row.get::<_, Option<String>>(1).unwrap_or_default(),
@@ -291,10 +280,56 @@ pub fn search(
                 line_no: row.get::<_, Option<i64>>(9).unwrap_or(0),
                 run: None,
                 full_output: None,
-                chunk_id: row.get(14),
+                chunk_id,
             }
         })
         .collect())
+}
+
+/// The snippets of the hits' texts (by chunk id), marked by FTS5's own
+/// `snippet()` with the index's MATCH expression in a scratch table with
+/// the index's tokenizer, as the index marks its hits: the store keeps no
+/// token offsets, and PostgreSQL's `ts_headline` would split the text with
+/// its own parser. A text the expression does not match (a term under three
+/// characters in a trigram search) has no snippet here.
+fn snippets(
+    texts: &[(i64, &str)],
+    expr: &str,
+    trigrams: bool,
+) -> rusqlite::Result<HashMap<i64, String>> {
+    if texts.is_empty() || expr.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let tokenize = if trigrams {
+        "trigram"
+    } else {
+        "unicode61 remove_diacritics 2"
+    };
+    let mut scratch = rusqlite::Connection::open_in_memory()?;
+    scratch.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
+    ))?;
+    let mut sorted = texts.to_vec();
+    sorted.sort_unstable_by_key(|(id, _)| *id);
+    sorted.dedup_by_key(|(id, _)| *id);
+    // One transaction, in rowid order: FTS5 writes a segment per commit.
+    let filling = scratch.transaction()?;
+    {
+        let mut insert = filling.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
+        for (id, text) in &sorted {
+            insert.execute(rusqlite::params![id, text])?;
+        }
+    }
+    filling.commit()?;
+    let mut marked = scratch.prepare(
+        "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
+    )?;
+    // An expression FTS5 refuses (a `--raw` query's words) leaves the
+    // texts unmarked.
+    let Ok(rows) = marked.query_map([expr], |row| Ok((row.get(0)?, row.get(1)?))) else {
+        return Ok(HashMap::new());
+    };
+    Ok(rows.filter_map(Result::ok).collect())
 }
 
 /// `--role`, `--type`, `--tool` and `--model` as conditions on `texts c`.
@@ -338,28 +373,44 @@ fn filters(options: &SearchOptions, params: &mut Params) -> Result<Vec<String>, 
 
 #[cfg(test)]
 mod tests {
-    use super::to_tsquery;
+    use super::*;
+
+    fn t(query: &str) -> Option<String> {
+        to_tsquery(&Tokenizers::new().unwrap(), query).unwrap()
+    }
 
     #[test]
-    fn the_query_language_becomes_a_tsquery() {
-        assert_eq!(to_tsquery("foo bar").as_deref(), Some("'foo' & 'bar'"));
+    fn the_query_language_becomes_a_tsquery_of_the_index_tokens() {
+        assert_eq!(t("foo bar").as_deref(), Some("'foo' & 'bar'"));
+        assert_eq!(t("pars* OR lexer").as_deref(), Some("'pars':* | 'lexer'"));
         assert_eq!(
-            to_tsquery("pars* OR lexer").as_deref(),
-            Some("'pars':* | 'lexer'")
+            t("\"exact phrase\" NOT x").as_deref(),
+            Some("('exact' <-> 'phrase') & !'x'")
         );
         assert_eq!(
-            to_tsquery("\"exact phrase\" NOT x").as_deref(),
-            Some("'exact phrase' & !'x'")
+            t("SessionManager.listAll").as_deref(),
+            Some("('sessionmanager' <-> 'listall')")
         );
+        assert_eq!(t("(a OR b) c").as_deref(), Some("('a' | 'b') & 'c'"));
+        assert_eq!(t("it's").as_deref(), Some("('it' <-> 's')"));
+        assert_eq!(t("Café").as_deref(), Some("'cafe'"));
+        assert_eq!(t("-- ()"), None);
+    }
+
+    #[test]
+    fn unspaced_scripts_are_looked_for_in_trigrams() {
         assert_eq!(
-            to_tsquery("SessionManager.listAll").as_deref(),
-            Some("'SessionManager.listAll'")
+            t("桜餅テスト").as_deref(),
+            Some("('#桜餅テ' <-> '#餅テス' <-> '#テスト')")
         );
+        assert_eq!(t("桜餅").as_deref(), Some("'#桜餅':*"));
+    }
+
+    #[test]
+    fn raw_queries_snippet_with_their_lexemes() {
         assert_eq!(
-            to_tsquery("(a OR b) c").as_deref(),
-            Some("('a' | 'b') & 'c'")
+            raw_snippet_expr("'foo' & !'b''ar':*"),
+            "\"foo\" OR \"b\" OR \"ar\""
         );
-        assert_eq!(to_tsquery("it's").as_deref(), Some("'it''s'"));
-        assert_eq!(to_tsquery("-- ()"), None);
     }
 }

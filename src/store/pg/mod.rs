@@ -6,6 +6,7 @@
 //! command-line program with one connection at a time, and COPY FROM STDIN
 //! through it is a plain `Write`.
 
+pub mod lexemes;
 mod push;
 
 pub use push::{PushReport, push};
@@ -16,6 +17,7 @@ use postgres::{Client, NoTls};
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../pg-migrations/0001_init.sql"),
     include_str!("../../../pg-migrations/0002_lz4_texts.sql"),
+    include_str!("../../../pg-migrations/0003_client_lexemes.sql"),
 ];
 
 /// The schema version this build writes and reads.
@@ -50,6 +52,8 @@ pub enum PgError {
     },
     #[error("sending rows to the team store {url}")]
     Copy { url: String, source: std::io::Error },
+    #[error(transparent)]
+    Lexemes(#[from] lexemes::LexemeError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
@@ -91,6 +95,11 @@ impl Pg {
     /// Brings the schema to `PG_SCHEMA_VERSION` (one transaction, under an
     /// advisory lock so that pushers starting together migrate once).
     pub fn migrate(&mut self) -> Result<(), PgError> {
+        // Nearly always the schema is current: one read says so, without
+        // the transaction and lock (round trips of every push).
+        if self.schema_version() == Some(PG_SCHEMA_VERSION) {
+            return Ok(());
+        }
         let url = self.url.clone();
         let err = |source| PgError::Postgres {
             url: url.clone(),
@@ -127,18 +136,22 @@ impl Pg {
         tx.commit().map_err(err)
     }
 
-    /// For questions: the schema must be the one this build knows.
-    pub fn check_readable(&mut self) -> Result<(), PgError> {
-        let found: Option<i32> = self
-            .client
+    /// The store's schema version; `None` when it has none yet (or it
+    /// cannot be read).
+    fn schema_version(&mut self) -> Option<i32> {
+        self.client
             .query_opt(
                 "SELECT version FROM piidx_schema WHERE to_regclass('piidx_schema') IS NOT NULL",
                 &[],
             )
             .ok()
             .flatten()
-            .map(|row| row.get(0));
-        let found = found.unwrap_or(0);
+            .map(|row| row.get(0))
+    }
+
+    /// For questions: the schema must be the one this build knows.
+    pub fn check_readable(&mut self) -> Result<(), PgError> {
+        let found = self.schema_version().unwrap_or(0);
         if found == PG_SCHEMA_VERSION {
             return Ok(());
         }

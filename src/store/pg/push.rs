@@ -25,6 +25,7 @@ use std::time::Instant;
 use rusqlite::types::ValueRef;
 use serde::Serialize;
 
+use super::lexemes::{Scratch, Tokenizers};
 use super::{PUSH_LOCK, Pg, PgError};
 use crate::fault;
 use crate::store::{PushFile, PushTable, Writer};
@@ -155,6 +156,8 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     let batch_bytes = fault::batch_bytes(BATCH_BYTES);
     let mut rest = changed.as_slice();
     let mut buf = Vec::with_capacity(1 << 17);
+    let tokenizers = Tokenizers::new().map_err(PgError::Lexemes)?;
+    let (mut scratch, mut tsv) = (Scratch::default(), String::new());
     while !rest.is_empty() {
         let mut take = 0;
         let mut bytes = 0u64;
@@ -178,12 +181,19 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         delete_files(&mut tx, src, &whole, |_| true).map_err(err)?;
         delete_files(&mut tx, src, &grew, |table| !table.appends()).map_err(err)?;
         for table in PushTable::ALL {
+            // Texts carry their word index, made here (`lexemes`).
+            let words = table == PushTable::Texts;
             let sql = format!(
-                "COPY {} (src, {}) FROM STDIN",
+                "COPY {} (src, {}{}) FROM STDIN",
                 table.name(),
-                table.columns()
+                table.columns(),
+                if words { ", tsv" } else { "" }
             );
-            let mut copy = tx.copy_in(&sql).map_err(err)?;
+            // COPY is opened with the first row: a table without rows in
+            // this batch (often, in a small push) costs no round trip.
+            let mut copy = None;
+            // The transaction, lent to the COPY once it opens.
+            let mut lend = Some(&mut tx);
             let copy_err = |source| PgError::Copy {
                 url: target.clone(),
                 source,
@@ -192,17 +202,42 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
                 let after = if table.appends() { *after } else { 0 };
                 writer.push_rows(table, file.file_id, &machine.name, after, |values| {
                     encode_row(&mut buf, src, values);
+                    if words {
+                        let text = match values.last() {
+                            Some(ValueRef::Text(text)) => String::from_utf8_lossy(text),
+                            _ => "".into(),
+                        };
+                        tsv.clear();
+                        tokenizers
+                            .tsvector(&text, &mut scratch, &mut tsv)
+                            .map_err(PgError::Lexemes)?;
+                        buf.push(b'\t');
+                        escape_text(&mut buf, &tsv);
+                    }
+                    buf.push(b'\n');
                     report.rows_sent += 1;
                     if buf.len() >= 1 << 16 {
-                        copy.write_all(&buf).map_err(copy_err)?;
+                        if let Some(tx) = lend.take() {
+                            copy = Some(tx.copy_in(&sql).map_err(err)?);
+                        }
+                        if let Some(copy) = copy.as_mut() {
+                            copy.write_all(&buf).map_err(copy_err)?;
+                        }
                         buf.clear();
                     }
                     Ok::<(), PgError>(())
                 })?;
             }
-            copy.write_all(&buf).map_err(copy_err)?;
+            if !buf.is_empty()
+                && let Some(tx) = lend.take()
+            {
+                copy = Some(tx.copy_in(&sql).map_err(err)?);
+            }
+            if let Some(mut copy) = copy {
+                copy.write_all(&buf).map_err(copy_err)?;
+                copy.finish().map_err(err)?;
+            }
             buf.clear();
-            copy.finish().map_err(err)?;
         }
         let sigs: Vec<&str> = batch.iter().map(|(file, _)| file.sig.as_str()).collect();
         let bases: Vec<&str> = batch.iter().map(|(file, _)| file.base.as_str()).collect();
@@ -253,7 +288,7 @@ struct Held {
 }
 
 /// Deletes the rows of these files of machine `src` from the tables `which`
-/// picks.
+/// picks, in one round trip (the ids are numbers, written into the SQL).
 fn delete_files(
     tx: &mut postgres::Transaction<'_>,
     src: i32,
@@ -263,20 +298,23 @@ fn delete_files(
     if ids.is_empty() {
         return Ok(());
     }
-    for table in PushTable::ALL.into_iter().filter(|table| which(*table)) {
-        tx.execute(
-            &format!(
-                "DELETE FROM {} WHERE src = $1 AND file_id = ANY($2)",
+    let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    let sql: String = PushTable::ALL
+        .into_iter()
+        .filter(|table| which(*table))
+        .map(|table| {
+            format!(
+                "DELETE FROM {} WHERE src = {src} AND file_id = ANY('{{{list}}}'::bigint[]);",
                 table.name()
-            ),
-            &[&src, &ids],
-        )?;
-    }
-    Ok(())
+            )
+        })
+        .collect();
+    tx.batch_execute(&sql)
 }
 
-/// One row in COPY's text format: tab-separated, `\N` for NULL, with
-/// backslash escapes. PostgreSQL text cannot hold NUL: it becomes U+FFFD.
+/// One row in COPY's text format, without its newline: tab-separated, `\N`
+/// for NULL, with backslash escapes. PostgreSQL text cannot hold NUL: it
+/// becomes U+FFFD.
 fn encode_row(buf: &mut Vec<u8>, src: i32, values: &[ValueRef<'_>]) {
     buf.extend_from_slice(src.to_string().as_bytes());
     for value in values {
@@ -297,7 +335,6 @@ fn encode_row(buf: &mut Vec<u8>, src: i32, values: &[ValueRef<'_>]) {
             ValueRef::Text(bytes) => escape_text(buf, &String::from_utf8_lossy(bytes)),
         }
     }
-    buf.push(b'\n');
 }
 
 fn escape_text(buf: &mut Vec<u8>, text: &str) {
@@ -332,7 +369,7 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8(buf).unwrap(),
-            "7\t\\N\t-3\t0.1\ta\\tb\\\\c\\nd\u{FFFD}\n"
+            "7\t\\N\t-3\t0.1\ta\\tb\\\\c\\nd\u{FFFD}"
         );
     }
 }
