@@ -19,10 +19,9 @@ use std::collections::HashMap;
 
 use super::{Params, Pg, PgError, clause, conditions};
 use crate::query::scope::Columns;
+use crate::query::search::snippet::{Marking, clean_snippet};
 use crate::query::search::syntax::{has_unspaced_script, translate};
-use crate::query::search::{
-    Hit, MARK_CLOSE, MARK_OPEN, RANK_WINDOW, SearchError, SearchOptions, Sort, role_condition,
-};
+use crate::query::search::{Hit, RANK_WINDOW, SearchError, SearchOptions, Sort, role_condition};
 use crate::store::pg::lexemes::{TRIGRAM_MARK, Tokenizers};
 use crate::time::format_iso_ms;
 
@@ -38,8 +37,6 @@ pub enum PgSearchError {
     Filter(#[from] SearchError),
     #[error(transparent)]
     Pg(#[from] PgError),
-    #[error("marking the snippets of the team store's hits")]
-    Snippet(#[source] rusqlite::Error),
 }
 
 /// A lexeme for `to_tsquery`, quoted.
@@ -243,7 +240,7 @@ pub fn search(
     let rows = pg.client.query(&sql, &params.refs()).map_err(pg.err())?;
     let texts: Vec<(i64, &str)> = rows.iter().map(|row| (row.get(14), row.get(11))).collect();
     let trigrams = has_unspaced_script(&options.query);
-    let mut snippets = snippets(&texts, &snippet_expr, trigrams).map_err(PgSearchError::Snippet)?;
+    let mut snippets = snippets(&texts, &snippet_expr, trigrams);
     Ok(rows
         .iter()
         .map(|row| {
@@ -263,16 +260,7 @@ pub fn search(
                 role: row.get(6),
                 entry_type: row.get::<_, Option<String>>(7).unwrap_or_default(),
                 timestamp: row.get::<_, Option<i64>>(8).map(format_iso_ms),
-                snippet: snippet
-                    .chars()
-                    .map(|c| {
-                        if c.is_control() && c != MARK_OPEN && c != MARK_CLOSE {
-                            ' '
-                        } else {
-                            c
-                        }
-                    })
-                    .collect(),
+                snippet: clean_snippet(&snippet),
                 // Lower is better, as the index's scores.
                 score: -rank,
                 tool_name: row.get(12),
@@ -287,49 +275,23 @@ pub fn search(
 }
 
 /// The snippets of the hits' texts (by chunk id), marked by FTS5's own
-/// `snippet()` with the index's MATCH expression in a scratch table with
-/// the index's tokenizer, as the index marks its hits: the store keeps no
-/// token offsets, and PostgreSQL's `ts_headline` would split the text with
-/// its own parser. A text the expression does not match (a term under three
-/// characters in a trigram search) has no snippet here.
-fn snippets(
-    texts: &[(i64, &str)],
-    expr: &str,
-    trigrams: bool,
-) -> rusqlite::Result<HashMap<i64, String>> {
+/// `snippet()` with the index's MATCH expression and tokenizer, as the index
+/// marks its hits: the store keeps no token offsets, and PostgreSQL's
+/// `ts_headline` would split the text with its own parser. A text the
+/// expression does not match (a term under three characters in a trigram
+/// search) has no snippet here, nor has any text when FTS5 refuses the
+/// expression (a `--raw` query's words).
+fn snippets(texts: &[(i64, &str)], expr: &str, trigrams: bool) -> HashMap<i64, String> {
     if texts.is_empty() || expr.is_empty() {
-        return Ok(HashMap::new());
+        return HashMap::new();
     }
-    let tokenize = if trigrams {
-        "trigram"
-    } else {
-        "unicode61 remove_diacritics 2"
-    };
-    let mut scratch = rusqlite::Connection::open_in_memory()?;
-    scratch.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
-    ))?;
-    let mut sorted = texts.to_vec();
-    sorted.sort_unstable_by_key(|(id, _)| *id);
-    sorted.dedup_by_key(|(id, _)| *id);
-    // One transaction, in rowid order: FTS5 writes a segment per commit.
-    let filling = scratch.transaction()?;
-    {
-        let mut insert = filling.prepare("INSERT INTO snip(rowid, body) VALUES (?1, ?2)")?;
-        for (id, text) in &sorted {
-            insert.execute(rusqlite::params![id, text])?;
-        }
-    }
-    filling.commit()?;
-    let mut marked = scratch.prepare(
-        "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
-    )?;
-    // An expression FTS5 refuses (a `--raw` query's words) leaves the
-    // texts unmarked.
-    let Ok(rows) = marked.query_map([expr], |row| Ok((row.get(0)?, row.get(1)?))) else {
-        return Ok(HashMap::new());
-    };
-    Ok(rows.filter_map(Result::ok).collect())
+    let bodies = texts
+        .iter()
+        .map(|(id, text)| (*id, (*text).to_owned()))
+        .collect();
+    Marking::new(trigrams, expr, bodies)
+        .run()
+        .unwrap_or_default()
 }
 
 /// `--role`, `--type`, `--tool` and `--model` as conditions on `texts c`.

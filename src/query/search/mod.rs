@@ -30,7 +30,7 @@ mod outputs;
 mod plan;
 mod scan;
 pub mod sessions;
-mod snippet;
+pub(crate) mod snippet;
 mod stage;
 pub mod syntax;
 mod weigh;

@@ -11,7 +11,7 @@ use super::{MARK_CLOSE, MARK_OPEN};
 
 /// Control characters (newlines, tabs, terminal escapes from tool output)
 /// become spaces, so a snippet is one safe line; the match marks stay.
-pub(super) fn clean_snippet(snippet: &str) -> String {
+pub(crate) fn clean_snippet(snippet: &str) -> String {
     snippet
         .chars()
         .map(|c| {
@@ -75,26 +75,17 @@ pub(super) fn snippets_of(
     expr: &str,
     chunk_ids: &[i64],
 ) -> rusqlite::Result<Marking> {
-    // In rowid order: see `Marking::run`.
-    let mut ids = chunk_ids.to_vec();
-    ids.sort_unstable();
-    let bodies = ids
-        .into_iter()
+    let bodies = chunk_ids
+        .iter()
+        .copied()
         .map(|chunk_id| Ok((chunk_id, chunk_body(conn, chunk_id)?.unwrap_or_default())))
         .collect::<rusqlite::Result<_>>()?;
-    Ok(Marking {
-        tokenize: if table == "fts_trigram" {
-            "trigram"
-        } else {
-            "unicode61 remove_diacritics 2"
-        },
-        expr: expr.to_owned(),
-        bodies,
-    })
+    Ok(Marking::new(table == "fts_trigram", expr, bodies))
 }
 
-/// The chunks' text and the query, ready to be marked by FTS5.
-pub(super) struct Marking {
+/// The chunks' text and the query, ready to be marked by FTS5 (the team
+/// store's hits are marked so too, as the index marks its own).
+pub(crate) struct Marking {
     tokenize: &'static str,
     expr: String,
     /// (chunk id, text), in chunk id order.
@@ -102,8 +93,24 @@ pub(super) struct Marking {
 }
 
 impl Marking {
+    /// `bodies` (chunk id, text) to mark where the index's MATCH expression
+    /// `expr` matches, tokenized as the trigram shard or the word shards are.
+    pub(crate) fn new(trigrams: bool, expr: &str, mut bodies: Vec<(i64, String)>) -> Marking {
+        bodies.sort_unstable_by_key(|(id, _)| *id);
+        bodies.dedup_by_key(|(id, _)| *id);
+        Marking {
+            tokenize: if trigrams {
+                "trigram"
+            } else {
+                "unicode61 remove_diacritics 2"
+            },
+            expr: expr.to_owned(),
+            bodies,
+        }
+    }
+
     /// Each chunk's snippet, by chunk id.
-    pub(super) fn run(self) -> rusqlite::Result<HashMap<i64, String>> {
+    pub(crate) fn run(self) -> rusqlite::Result<HashMap<i64, String>> {
         let mut scratch = rusqlite::Connection::open_in_memory()?;
         scratch.execute_batch(&format!(
             "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{}')",
