@@ -592,6 +592,25 @@ fn a_schema_2_store_is_upgraded_in_place_by_the_next_push() {
     assert_eq!(again["files_sent"], 0, "{again}");
 }
 
+/// A column the store answers with another type than this piidx reads
+/// (altered by hand, or another server) is an error naming the store,
+/// never a crash.
+#[test]
+fn a_store_answering_other_types_is_an_error_not_a_crash() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+    connect(&url)
+        .batch_execute("ALTER TABLE sessions ALTER COLUMN message_count TYPE text")
+        .expect("alter");
+    let out = env.run(&["sessions", "--pg", &url]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("team store"), "{stderr}");
+}
+
 #[test]
 fn a_killed_push_converges_on_the_next_without_duplicates() {
     let env = Env::with_fixture("sessions");

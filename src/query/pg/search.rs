@@ -238,40 +238,47 @@ pub fn search(
             .join(", ")
     );
     let rows = pg.client.query(&sql, &params.refs()).map_err(pg.err())?;
-    let texts: Vec<(i64, &str)> = rows.iter().map(|row| (row.get(14), row.get(11))).collect();
+    let err = pg.err_owned();
+    let texts: Vec<(i64, &str)> = rows
+        .iter()
+        .map(|row| Ok((row.try_get(14)?, row.try_get(11)?)))
+        .collect::<Result<_, postgres::Error>>()
+        .map_err(&err)?;
     let trigrams = has_unspaced_script(&options.query);
     let mut snippets = snippets(&texts, &snippet_expr, trigrams);
-    Ok(rows
+    let hits = rows
         .iter()
         .map(|row| {
-            let rank: f64 = row.get(10);
-            let chunk_id: i64 = row.get(14);
-            let snippet = snippets.remove(&chunk_id).unwrap_or_else(|| {
-                let text: &str = row.get(11);
-                text.chars().take(120).collect()
-            });
-            Hit {
-                session_id: row.get::<_, Option<String>>(0).unwrap_or_default(),
-                session_path: row.get::<_, Option<String>>(1).unwrap_or_default(),
-                session_name: row.get(2),
-                first_message: row.get(3),
-                cwd: row.get::<_, Option<String>>(4).unwrap_or_default(),
-                entry_id: row.get::<_, Option<String>>(5).unwrap_or_default(),
-                role: row.get(6),
-                entry_type: row.get::<_, Option<String>>(7).unwrap_or_default(),
-                timestamp: row.get::<_, Option<i64>>(8).map(format_iso_ms),
+            let rank: f64 = row.try_get(10)?;
+            let chunk_id: i64 = row.try_get(14)?;
+            let snippet = match snippets.remove(&chunk_id) {
+                Some(snippet) => snippet,
+                None => row.try_get::<_, &str>(11)?.chars().take(120).collect(),
+            };
+            Ok(Hit {
+                session_id: row.try_get::<_, Option<String>>(0)?.unwrap_or_default(),
+                session_path: row.try_get::<_, Option<String>>(1)?.unwrap_or_default(),
+                session_name: row.try_get(2)?,
+                first_message: row.try_get(3)?,
+                cwd: row.try_get::<_, Option<String>>(4)?.unwrap_or_default(),
+                entry_id: row.try_get::<_, Option<String>>(5)?.unwrap_or_default(),
+                role: row.try_get(6)?,
+                entry_type: row.try_get::<_, Option<String>>(7)?.unwrap_or_default(),
+                timestamp: row.try_get::<_, Option<i64>>(8)?.map(format_iso_ms),
                 snippet: clean_snippet(&snippet),
                 // Lower is better, as the index's scores.
                 score: -rank,
-                tool_name: row.get(12),
-                json_path: row.get(13),
-                line_no: row.get::<_, Option<i64>>(9).unwrap_or(0),
+                tool_name: row.try_get(12)?,
+                json_path: row.try_get(13)?,
+                line_no: row.try_get::<_, Option<i64>>(9)?.unwrap_or(0),
                 run: None,
                 full_output: None,
                 chunk_id,
-            }
+            })
         })
-        .collect())
+        .collect::<Result<_, postgres::Error>>()
+        .map_err(err)?;
+    Ok(hits)
 }
 
 /// The snippets of the hits' texts (by chunk id), marked by FTS5's own

@@ -41,31 +41,32 @@ pub fn list(
     let sessions = rows
         .iter()
         .map(|row| {
-            let parent: Option<String> = row.get(4);
-            let read_order: Option<i64> = row.get(10);
-            (
+            let parent: Option<String> = row.try_get(4)?;
+            let read_order: Option<i64> = row.try_get(10)?;
+            Ok((
                 read_order.unwrap_or(0),
                 SessionInfo {
-                    path: row.get(0),
-                    id: row.get(1),
-                    cwd: row.get(2),
-                    name: row.get(3),
+                    path: row.try_get(0)?,
+                    id: row.try_get(1)?,
+                    cwd: row.try_get(2)?,
+                    name: row.try_get(3)?,
                     parent_session_path: parent.and_then(|text| serde_json::from_str(&text).ok()),
-                    created_ms: row.get(5),
-                    modified_ms: row.get(6),
-                    message_count: row.get::<_, Option<i64>>(7).unwrap_or(0),
+                    created_ms: row.try_get(5)?,
+                    modified_ms: row.try_get(6)?,
+                    message_count: row.try_get::<_, Option<i64>>(7)?.unwrap_or(0),
                     first_message: row
-                        .get::<_, Option<String>>(8)
+                        .try_get::<_, Option<String>>(8)?
                         .unwrap_or_else(|| "(no messages)".to_owned()),
-                    listed_by_pi: row.get::<_, Option<i64>>(9) == Some(1),
+                    listed_by_pi: row.try_get::<_, Option<i64>>(9)? == Some(1),
                     short_id: String::new(),
                     // The team store does not record agents yet.
                     agent: crate::normalize::agent::PI.to_owned(),
                     port_model: None,
                 },
-            )
+            ))
         })
-        .collect::<Vec<_>>();
+        .collect::<Result<Vec<_>, postgres::Error>>()
+        .map_err(pg.err())?;
     // Unique among the sessions the question is about (the store's ids
     // are each machine's own).
     let mut ids: Vec<String> = sessions.iter().map(|(_, info)| info.id.clone()).collect();

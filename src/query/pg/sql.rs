@@ -218,7 +218,7 @@ fn check_functions(
     let plan: String = messages
         .iter()
         .filter_map(|message| match message {
-            postgres::SimpleQueryMessage::Row(row) => row.get(0),
+            postgres::SimpleQueryMessage::Row(row) => row.try_get(0).ok().flatten(),
             _ => None,
         })
         .collect();

@@ -43,24 +43,28 @@ pub fn run(
         sql.push_str(&format!(" LIMIT {limit}"));
     }
     let rows = pg.client.query(&sql, &params.refs()).map_err(pg.err())?;
-    Ok(rows
-        .iter()
-        .map(|row| SubagentRun {
-            time: row.get::<_, Option<i64>>(0).map(format_iso_ms),
-            agent: row.get(1),
-            task: row.get(2),
-            status: row.get(3),
-            exit: row.get(4),
-            model: row.get(5),
-            tokens: row.get(6),
-            cost: row.get(7),
-            duration_s: row.get::<_, Option<i64>>(8).map(|ms| ms as f64 / 1000.0),
-            mode: row.get(9),
-            run_id: row.get(10),
-            parent_session: row.get(11),
-            parent_name: row.get(12),
-            child_session: row.get(13),
-            artifacts_missing: None,
+    rows.iter()
+        .map(|row| {
+            Ok(SubagentRun {
+                time: row.try_get::<_, Option<i64>>(0)?.map(format_iso_ms),
+                agent: row.try_get(1)?,
+                task: row.try_get(2)?,
+                status: row.try_get(3)?,
+                exit: row.try_get(4)?,
+                model: row.try_get(5)?,
+                tokens: row.try_get(6)?,
+                cost: row.try_get(7)?,
+                duration_s: row
+                    .try_get::<_, Option<i64>>(8)?
+                    .map(|ms| ms as f64 / 1000.0),
+                mode: row.try_get(9)?,
+                run_id: row.try_get(10)?,
+                parent_session: row.try_get(11)?,
+                parent_name: row.try_get(12)?,
+                child_session: row.try_get(13)?,
+                artifacts_missing: None,
+            })
         })
-        .collect())
+        .collect::<Result<_, postgres::Error>>()
+        .map_err(pg.err())
 }

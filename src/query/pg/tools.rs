@@ -37,16 +37,19 @@ pub fn run(
     let rows = pg.client.query(&sql, &params.refs()).map_err(pg.err())?;
     let rows = rows
         .iter()
-        .map(|row| CallRow {
-            key: row.get(0),
-            is_error: row.get(1),
-            duration: row.get(2),
-            result_len: row.get(3),
-            no_result: row.get(4),
-            where_: row.get::<_, Option<String>>(5).unwrap_or_default(),
-            called_at: row.get(6),
-            turn: row.get(7),
+        .map(|row| {
+            Ok(CallRow {
+                key: row.try_get(0)?,
+                is_error: row.try_get(1)?,
+                duration: row.try_get(2)?,
+                result_len: row.try_get(3)?,
+                no_result: row.try_get(4)?,
+                where_: row.try_get::<_, Option<String>>(5)?.unwrap_or_default(),
+                called_at: row.try_get(6)?,
+                turn: row.try_get(7)?,
+            })
         })
-        .collect();
+        .collect::<Result<_, postgres::Error>>()
+        .map_err(pg.err())?;
     Ok(fold(rows, query.limit))
 }

@@ -40,12 +40,12 @@ fn filters(options: &UsageOptions, machine: Option<&str>, a: &str, params: &mut 
 }
 
 /// The key as the index's query gives it to `Fold`.
-fn raw_key(by: GroupBy, row: &postgres::Row) -> Option<SqlValue> {
-    if by.is_time() {
-        row.get::<_, Option<i64>>(0).map(SqlValue::Integer)
+fn raw_key(by: GroupBy, row: &postgres::Row) -> Result<Option<SqlValue>, postgres::Error> {
+    Ok(if by.is_time() {
+        row.try_get::<_, Option<i64>>(0)?.map(SqlValue::Integer)
     } else {
-        row.get::<_, Option<String>>(0).map(SqlValue::Text)
-    }
+        row.try_get::<_, Option<String>>(0)?.map(SqlValue::Text)
+    })
 }
 
 pub fn run(
@@ -54,6 +54,7 @@ pub fn run(
     machine: Option<&str>,
 ) -> Result<UsageReport, PgError> {
     pg.check_readable()?;
+    let err = pg.err_owned();
     let report = UsageReport {
         by: options.by,
         repriced: options.prices.is_some(),
@@ -76,20 +77,20 @@ pub fn run(
     );
     for row in pg.client.query(&sql, &params.refs()).map_err(pg.err())? {
         let part = UsageRow {
-            records: row.get(4),
-            input_tokens: row.get::<_, Option<i64>>(5).unwrap_or(0),
-            output_tokens: row.get::<_, Option<i64>>(6).unwrap_or(0),
-            cache_read_tokens: row.get::<_, Option<i64>>(7).unwrap_or(0),
-            cache_write_tokens: row.get::<_, Option<i64>>(8).unwrap_or(0),
-            total_tokens: row.get::<_, Option<i64>>(9).unwrap_or(0),
-            cost: row.get(10),
+            records: row.try_get(4).map_err(&err)?,
+            input_tokens: row.try_get::<_, Option<i64>>(5).map_err(&err)?.unwrap_or(0),
+            output_tokens: row.try_get::<_, Option<i64>>(6).map_err(&err)?.unwrap_or(0),
+            cache_read_tokens: row.try_get::<_, Option<i64>>(7).map_err(&err)?.unwrap_or(0),
+            cache_write_tokens: row.try_get::<_, Option<i64>>(8).map_err(&err)?.unwrap_or(0),
+            total_tokens: row.try_get::<_, Option<i64>>(9).map_err(&err)?.unwrap_or(0),
+            cost: row.try_get(10).map_err(&err)?,
             ..UsageRow::default()
         };
-        let unpriced: i32 = row.get(3);
+        let unpriced: i32 = row.try_get(3).map_err(&err)?;
         fold.group(
-            raw_key(options.by, &row),
-            row.get(1),
-            row.get(2),
+            raw_key(options.by, &row).map_err(&err)?,
+            row.try_get(1).map_err(&err)?,
+            row.try_get(2).map_err(&err)?,
             i64::from(unpriced),
             part,
         );
@@ -129,12 +130,15 @@ pub fn run(
     );
     for row in pg.client.query(&sql, &params.refs()).map_err(pg.err())? {
         let part = UsageRow {
-            subagent_runs: row.get(1),
-            subagent_tokens: row.get::<_, Option<i64>>(2).unwrap_or(0),
-            subagent_cost: row.get::<_, Option<f64>>(3).unwrap_or(0.0),
+            subagent_runs: row.try_get(1).map_err(&err)?,
+            subagent_tokens: row.try_get::<_, Option<i64>>(2).map_err(&err)?.unwrap_or(0),
+            subagent_cost: row
+                .try_get::<_, Option<f64>>(3)
+                .map_err(&err)?
+                .unwrap_or(0.0),
             ..UsageRow::default()
         };
-        fold.add(raw_key(options.by, &row), &part);
+        fold.add(raw_key(options.by, &row).map_err(&err)?, &part);
     }
     Ok(fold.finish(report))
 }

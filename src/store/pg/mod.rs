@@ -113,7 +113,9 @@ impl Pg {
         let found: Option<i32> = tx
             .query_opt("SELECT version FROM piidx_schema", &[])
             .map_err(err)?
-            .map(|row| row.get(0));
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(err)?;
         let found = found.unwrap_or(0);
         if found > PG_SCHEMA_VERSION {
             return Err(PgError::TooNew {
@@ -146,7 +148,7 @@ impl Pg {
             )
             .ok()
             .flatten()
-            .map(|row| row.get(0))
+            .and_then(|row| row.try_get(0).ok())
     }
 
     /// For questions: the schema must be the one this build knows.

@@ -76,7 +76,8 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
             &[&machine.uid, &machine.name],
         )
         .map_err(err)?
-        .get(0);
+        .try_get(0)
+        .map_err(err)?;
     // Two pushes of one index take turns; other machines do not wait.
     pg.client
         .execute("SELECT pg_advisory_lock($1, $2)", &[&PUSH_LOCK, &src])
@@ -103,14 +104,15 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         .into_iter()
         .map(|row| {
             let held = Held {
-                sig: row.get(1),
-                base: row.get(2),
-                max_rowid: row.get(3),
-                entries: row.get(4),
+                sig: row.try_get(1)?,
+                base: row.try_get(2)?,
+                max_rowid: row.try_get(3)?,
+                entries: row.try_get(4)?,
             };
-            (row.get(0), held)
+            Ok((row.try_get(0)?, held))
         })
-        .collect();
+        .collect::<Result<_, postgres::Error>>()
+        .map_err(err)?;
     let files = writer.push_files(&machine.name)?;
     let present: HashSet<i64> = files.iter().map(|file| file.file_id).collect();
     let gone: Vec<i64> = held
