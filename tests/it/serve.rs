@@ -436,6 +436,12 @@ impl Browser {
 
     /// Sends a command (to the page once attached) and waits for its answer.
     fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+    }
+
+    /// `call`, its DevTools error returned.
+    fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -452,33 +458,47 @@ impl Browser {
             };
             let value: Value = serde_json::from_str(text.as_str()).expect("DevTools JSON");
             if value["id"] == json!(id) {
-                if let Some(error) = value.get("error") {
-                    panic!("{method}: {error}");
-                }
-                return value["result"].clone();
+                return match value.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(value["result"].clone()),
+                };
             }
         }
     }
 
     /// The value of a JavaScript expression in the page (promises awaited).
     fn eval(&mut self, expression: &str) -> Value {
-        let result = self.call(
+        self.try_eval(expression)
+            .unwrap_or_else(|error| panic!("Runtime.evaluate: {error}"))
+    }
+
+    /// `eval`, with DevTools' error returned: an expression evaluated while
+    /// the page navigates (after a click on a link) fails with "Inspected
+    /// target navigated or closed", which `wait_for` waits past.
+    fn try_eval(&mut self, expression: &str) -> Result<Value, Value> {
+        let result = self.try_call(
             "Runtime.evaluate",
             json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-        );
+        )?;
         if let Some(exception) = result.get("exceptionDetails") {
             panic!("{expression}: {exception}");
         }
-        result["result"]["value"].clone()
+        Ok(result["result"]["value"].clone())
     }
 
-    /// Waits until `expression` is truthy; panics with `what` after PATIENCE.
+    /// Waits until `expression` is truthy (through navigations); panics with
+    /// `what` after PATIENCE.
     fn wait_for(&mut self, expression: &str, what: &str) -> Value {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let value = self.eval(&format!(
+            let value = match self.try_eval(&format!(
                 "(() => {{ try {{ return {expression}; }} catch (e) {{ return null; }} }})()"
-            ));
+            )) {
+                Ok(value) => value,
+                // The page is between two documents: not there yet.
+                Err(error) if is_navigating(&error) => Value::Null,
+                Err(error) => panic!("Runtime.evaluate: {error}"),
+            };
             let truthy = match &value {
                 Value::Null | Value::Bool(false) => false,
                 Value::Number(n) => n.as_f64() != Some(0.0),
@@ -518,6 +538,15 @@ impl Drop for Browser {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A DevTools error saying the page navigated away from the document an
+/// evaluation ran in.
+fn is_navigating(error: &Value) -> bool {
+    let message = error["message"].as_str().unwrap_or_default();
+    message.contains("navigated or closed")
+        || message.contains("Execution context was destroyed")
+        || message.contains("Cannot find context")
 }
 
 fn js(text: &str) -> String {
