@@ -68,7 +68,8 @@ pub fn discover(roots: &[Root]) -> Discovery {
         walk_root(root, &mut found);
     }
     // By bytes: `Path`'s `Ord` compares component by component, several
-    // times slower, and any fixed order will do for removing duplicates.
+    // times slower. The sync's plan relies on this order: it merges the list
+    // with the index's, which `Writer::file_stats` sorts by the same bytes.
     found
         .files
         .sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));

@@ -66,49 +66,7 @@ impl Writer {
         let mut stats = Vec::new();
         let mut root: Rc<str> = Rc::from("");
         while let Some(row) = rows.next().map_err(self.err())? {
-            let this_root = row
-                .get_ref(2)
-                .and_then(|v| Ok(v.as_str()?))
-                .map_err(self.err())?;
-            if *root != *this_root {
-                root = Rc::from(this_root);
-            }
-            let path = row
-                .get_ref(1)
-                .and_then(|v| Ok(v.as_str()?))
-                .map_err(self.err())?;
-            let status = row
-                .get_ref(3)
-                .and_then(|v| Ok(v.as_str()?))
-                .map_err(self.err())?;
-            let status = match status {
-                "indexed" => FileStatus::Indexed,
-                other => FileStatus::stored(other, row.get(4).map_err(self.err())?),
-            };
-            stats.push(FileStat {
-                file_id: row.get(0).map_err(self.err())?,
-                path: OsString::from(path),
-                root: root.clone(),
-                status,
-                dev: row
-                    .get::<_, Option<i64>>(5)
-                    .map_err(self.err())?
-                    .unwrap_or(0),
-                ino: row
-                    .get::<_, Option<i64>>(6)
-                    .map_err(self.err())?
-                    .unwrap_or(0),
-                size: row.get::<_, i64>(7).map_err(self.err())?.max(0) as u64,
-                mtime_ns: row
-                    .get::<_, Option<i64>>(8)
-                    .map_err(self.err())?
-                    .unwrap_or(0),
-                seen_ns: row
-                    .get::<_, Option<i64>>(9)
-                    .map_err(self.err())?
-                    .unwrap_or(0),
-                parser_version: row.get(10).map_err(self.err())?,
-            });
+            stats.push(file_stat(row, &mut root).map_err(self.err())?);
         }
         stats.sort_unstable_by(|a, b| a.path.as_encoded_bytes().cmp(b.path.as_encoded_bytes()));
         Ok(stats)
@@ -137,6 +95,31 @@ impl Writer {
         }
         Ok(states)
     }
+}
+
+/// One row of `file_stats`' query. `root` is the previous row's root, kept
+/// (and shared) when this row has the same one.
+fn file_stat(row: &Row<'_>, root: &mut Rc<str>) -> rusqlite::Result<FileStat> {
+    let this_root = row.get_ref(2)?.as_str()?;
+    if **root != *this_root {
+        *root = Rc::from(this_root);
+    }
+    let status = match row.get_ref(3)?.as_str()? {
+        "indexed" => FileStatus::Indexed,
+        other => FileStatus::stored(other, row.get(4)?),
+    };
+    Ok(FileStat {
+        file_id: row.get(0)?,
+        path: OsString::from(row.get_ref(1)?.as_str()?),
+        root: Rc::clone(root),
+        status,
+        dev: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
+        ino: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
+        size: row.get::<_, i64>(7)?.max(0) as u64,
+        mtime_ns: row.get::<_, Option<i64>>(8)?.unwrap_or(0),
+        seen_ns: row.get::<_, Option<i64>>(9)?.unwrap_or(0),
+        parser_version: row.get(10)?,
+    })
 }
 
 /// A whole `FileState` per row (`file_state` reads the columns by place).
