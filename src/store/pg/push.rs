@@ -191,15 +191,7 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
                 table.columns(),
                 if words { ", tsv" } else { "" }
             );
-            // COPY is opened with the first row: a table without rows in
-            // this batch (often, in a small push) costs no round trip.
-            let mut copy = None;
-            // The transaction, lent to the COPY once it opens.
-            let mut lend = Some(&mut tx);
-            let copy_err = |source| PgError::Copy {
-                url: target.clone(),
-                source,
-            };
+            let mut copy = LazyCopy::new(&mut tx, sql, &target);
             for (file, after) in batch {
                 let after = if table.appends() { *after } else { 0 };
                 writer.push_rows(table, file.file_id, &machine.name, after, |values| {
@@ -219,26 +211,14 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
                     buf.push(b'\n');
                     report.rows_sent += 1;
                     if buf.len() >= 1 << 16 {
-                        if let Some(tx) = lend.take() {
-                            copy = Some(tx.copy_in(&sql).map_err(err)?);
-                        }
-                        if let Some(copy) = copy.as_mut() {
-                            copy.write_all(&buf).map_err(copy_err)?;
-                        }
+                        copy.write(&buf)?;
                         buf.clear();
                     }
                     Ok::<(), PgError>(())
                 })?;
             }
-            if !buf.is_empty()
-                && let Some(tx) = lend.take()
-            {
-                copy = Some(tx.copy_in(&sql).map_err(err)?);
-            }
-            if let Some(mut copy) = copy {
-                copy.write_all(&buf).map_err(copy_err)?;
-                copy.finish().map_err(err)?;
-            }
+            copy.write(&buf)?;
+            copy.finish()?;
             buf.clear();
         }
         let sigs: Vec<&str> = batch.iter().map(|(file, _)| file.sig.as_str()).collect();
@@ -287,6 +267,59 @@ struct Held {
     base: String,
     max_rowid: i64,
     entries: i64,
+}
+
+/// A table's COPY, opened with its first bytes: a table without rows in a
+/// batch (often, in a small push) costs no round trip.
+struct LazyCopy<'a, 't> {
+    sql: String,
+    url: &'a str,
+    /// The transaction, until the COPY opens and borrows it.
+    tx: Option<&'a mut postgres::Transaction<'t>>,
+    copy: Option<postgres::CopyInWriter<'a>>,
+}
+
+impl<'a, 't> LazyCopy<'a, 't> {
+    fn new(tx: &'a mut postgres::Transaction<'t>, sql: String, url: &'a str) -> Self {
+        LazyCopy {
+            sql,
+            url,
+            tx: Some(tx),
+            copy: None,
+        }
+    }
+
+    /// Sends `bytes`, opening the COPY first if they are its first.
+    fn write(&mut self, bytes: &[u8]) -> Result<(), PgError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if let Some(tx) = self.tx.take() {
+            let copy = tx.copy_in(&self.sql).map_err(|source| PgError::Postgres {
+                url: self.url.to_owned(),
+                source,
+            })?;
+            self.copy = Some(copy);
+        }
+        if let Some(copy) = self.copy.as_mut() {
+            copy.write_all(bytes).map_err(|source| PgError::Copy {
+                url: self.url.to_owned(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Ends the COPY, if it was opened.
+    fn finish(self) -> Result<(), PgError> {
+        let Some(copy) = self.copy else {
+            return Ok(());
+        };
+        copy.finish().map(drop).map_err(|source| PgError::Postgres {
+            url: self.url.to_owned(),
+            source,
+        })
+    }
 }
 
 /// Deletes the rows of these files of machine `src` from the tables `which`
