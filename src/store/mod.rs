@@ -296,6 +296,9 @@ impl Index {
     }
 }
 
+/// Prepared statements the writer keeps (`Writer::open`).
+const WRITER_STATEMENTS: usize = 128;
+
 /// The one writer of an index, for `sync` (and `doctor --fix`, `roots
 /// --forget`, which hold the sync lock too): it owns the transaction, the
 /// queue of full-text rows for the shards and their writer threads.
@@ -347,6 +350,11 @@ impl Writer {
             })?;
         }
         let conn = Connection::open(path).map_err(sqlite_error(path))?;
+        // A batch runs about 60 distinct cached statements (entries, their
+        // rows, shared texts, runs, chunks); rusqlite keeps 16, so most were
+        // prepared again at every entry (a tenth of the writer thread in a
+        // cold sync, docs/performance.md).
+        conn.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         functions::register(&conn).map_err(sqlite_error(path))?;
         let mut writer = Writer::wrap(conn, path);
         schema::check_identity(&writer.conn, path)?;
