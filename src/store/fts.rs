@@ -68,10 +68,13 @@ CREATE VIRTUAL TABLE fts_trigram USING fts5(
   tokenize = 'trigram'
 );
 -- FTS5 writes its in-memory buffer as a new segment whenever it exceeds
--- `hashsize` (default 1 MB) and then spends its time merging those small
--- segments; 16 MB per shard was as fast as 64 MB and keeps memory down.
-INSERT INTO fts(fts, rank) VALUES ('hashsize', 16777216);
-INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 16777216);
+-- `hashsize` (default 1 MB), and at every commit. 2 MB costs the least CPU:
+-- a larger buffer's hash table and its sort at each flush miss the CPU's
+-- caches (with 16 MB a cold sync took 1.18x the CPU and 50 MiB more
+-- RSS), a smaller one makes more segments to merge (docs/performance.md).
+-- A shard made with another size keeps it.
+INSERT INTO fts(fts, rank) VALUES ('hashsize', 2097152);
+INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 2097152);
 ";
 
 /// The index text sent to the shards per message (the main writer commits
