@@ -36,9 +36,10 @@ pub const COMPRESS_MIN: usize = 512;
 /// Deflate level (libdeflate's). On the bench corpus's shared texts (161
 /// MB, one core): zlib-rs's level 4 kept 34.0 % of the bytes in 1.57 s;
 /// libdeflate's 4 keeps 34.0 % in 1.07 s, its 1 keeps 34.9 % in 0.75 s.
-/// The sync's parse workers pay it. (zlib-rs had replaced miniz_oxide,
-/// whose level 1 kept 38 %.)
-const COMPRESS_LEVEL: i32 = 4;
+/// The sync's parse workers pay it, and a cold sync's CPU is what is
+/// short: 1 % more index bytes (about 0.5 % of the index) for 4 % less
+/// CPU. (zlib-rs had replaced miniz_oxide, whose level 1 kept 38 %.)
+const COMPRESS_LEVEL: i32 = 1;
 
 /// One value cut out of an entry.
 #[derive(Debug, Clone, PartialEq)]
