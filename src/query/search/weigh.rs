@@ -57,9 +57,11 @@ pub(super) fn shard_matches(
     Ok(best_bm25_first(matches))
 }
 
-/// Scored matches (chunk id, bm25) best first, ties newest first.
+/// Scored matches (chunk id, bm25) best first, ties newest first. A chunk
+/// is in one shard, so no two matches tie on both: an unstable sort gives
+/// the same order, and faster (5,000 matches of a common word).
 pub(super) fn best_bm25_first(mut matches: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
-    matches.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    matches.sort_unstable_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
     matches
 }
 
