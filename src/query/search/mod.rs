@@ -290,7 +290,10 @@ impl HeadStart {
         sqls: &[String],
         expr: &str,
     ) -> Option<Result<Vec<(i64, f64)>, SearchError>> {
-        let rows = self.scoring.take()?.take_if(sqls, &scoring_params(expr))?;
+        let rows = self
+            .scoring
+            .as_mut()?
+            .take_if(sqls, &scoring_params(expr))?;
         Some(rows.map(best_bm25_first).map_err(SearchError::from))
     }
 }
