@@ -13,6 +13,10 @@
 //! order; left out, it also stops differing between the shards (each shard
 //! has its own row and match counts), so their scores compare exactly.
 //!
+//! Each phrase's count in a row is read from its own positions
+//! (`xPhraseFirst`, `xPhraseNext`), not from the row's instance list, which
+//! FTS5 builds by merging every phrase's positions (`phrase_frequencies`).
+//!
 //! Each row's length (its token count, for the length normalisation) is
 //! read from the table's `<table>_docsize` rows. FTS5's `xColumnSize` looks
 //! each one up from the root of that table's B-tree with a statement of its
