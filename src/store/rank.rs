@@ -13,6 +13,10 @@
 //! order; left out, it also stops differing between the shards (each shard
 //! has its own row and match counts), so their scores compare exactly.
 //!
+//! Each phrase's count in a row is read from its own positions
+//! (`xPhraseFirst`, `xPhraseNext`), not from the row's instance list, which
+//! FTS5 builds by merging every phrase's positions (`phrase_frequencies`).
+//!
 //! Each row's length (its token count, for the length normalisation) is
 //! read from the table's `<table>_docsize` rows. FTS5's `xColumnSize` looks
 //! each one up from the root of that table's B-tree with a statement of its
@@ -147,15 +151,7 @@ unsafe fn score(
     // SAFETY: FTS5 passes valid pointers for the duration of the call.
     unsafe {
         let query = &mut *query_data(api, fts, table)?;
-        let mut instances: c_int = 0;
-        check(method(api.xInstCount)?(fts, &mut instances))?;
-        if let [freq] = query.freq.as_mut_slice() {
-            // One phrase: every instance is one of its own (a common word
-            // has dozens per row, each an `xInst` call).
-            *freq = f64::from(instances);
-        } else {
-            phrase_frequencies(api, fts, instances, &mut query.freq)?;
-        }
+        phrase_frequencies(api, fts, &mut query.freq)?;
         let rowid = method(api.xRowid)?(fts);
         let known = query
             .docsizes
@@ -180,24 +176,40 @@ unsafe fn score(
     }
 }
 
-/// How many of the row's `instances` each phrase has.
+/// How many times each phrase occurs in the row: `bm25()`'s counts, which
+/// it takes from the row's instance list (`xInstCount`, `xInst`). That list
+/// is every phrase's positions merged into one sorted array, built for the
+/// row, then read back one call per instance: a common word has dozens a
+/// row, so for `the` that was a third of a shard's ranking, for `fn main`
+/// more. Walking each phrase's own positions (`xPhraseFirst`,
+/// `xPhraseNext`) reads the same position lists, so the counts are the same.
 ///
 /// # Safety
 /// `api` and `fts` as FTS5 passes them to an auxiliary function.
 unsafe fn phrase_frequencies(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
-    instances: c_int,
     freq: &mut [f64],
 ) -> Result<(), c_int> {
-    freq.fill(0.0);
-    for i in 0..instances {
-        let (mut phrase, mut column, mut offset): (c_int, c_int, c_int) = (0, 0, 0);
-        // SAFETY: FTS5 passes valid pointers for the duration of the call.
-        check(unsafe { method(api.xInst)?(fts, i, &mut phrase, &mut column, &mut offset) })?;
-        if let Some(freq) = usize::try_from(phrase).ok().and_then(|p| freq.get_mut(p)) {
-            *freq += 1.0;
+    let (first, next) = (method(api.xPhraseFirst)?, method(api.xPhraseNext)?);
+    for (phrase, freq) in freq.iter_mut().enumerate() {
+        let phrase = c_int::try_from(phrase).map_err(|_| ffi::SQLITE_ERROR)?;
+        let mut iter = ffi::Fts5PhraseIter {
+            a: std::ptr::null(),
+            b: std::ptr::null(),
+        };
+        let (mut column, mut offset): (c_int, c_int) = (0, 0);
+        let mut count: u32 = 0;
+        // SAFETY: FTS5 passes valid pointers for the duration of the call;
+        // `iter` is only used with this row's cursor, within the call.
+        unsafe {
+            check(first(fts, phrase, &mut iter, &mut column, &mut offset))?;
+            while column >= 0 {
+                count += 1;
+                next(fts, &mut iter, &mut column, &mut offset);
+            }
         }
+        *freq = f64::from(count);
     }
     Ok(())
 }
@@ -567,6 +579,100 @@ mod tests {
         assert_eq!(total_size(&[3, 0x81, 0x00], 2), Some(3 + 128));
         assert_eq!(total_size(&[3], 2), None);
         assert_eq!(total_size(&[3, 4, 5], 2), None);
+    }
+
+    /// `counts(t, 0)`: each phrase's count in the row as FTS5's instance
+    /// list gives it (`bm25()`'s way); `counts(t, 1)`: as
+    /// `phrase_frequencies` counts it. Comma-separated.
+    unsafe extern "C" fn counts(
+        api: *const ffi::Fts5ExtensionApi,
+        fts: *mut ffi::Fts5Context,
+        ctx: *mut ffi::sqlite3_context,
+        _n_val: c_int,
+        values: *mut *mut ffi::sqlite3_value,
+    ) {
+        unsafe {
+            let api = &*api;
+            let phrases = usize::try_from(api.xPhraseCount.unwrap()(fts)).unwrap();
+            let mut freq = vec![0.0; phrases];
+            if ffi::sqlite3_value_int(*values) == 1 {
+                phrase_frequencies(api, fts, &mut freq).unwrap();
+            } else {
+                let mut instances: c_int = 0;
+                check(api.xInstCount.unwrap()(fts, &mut instances)).unwrap();
+                for i in 0..instances {
+                    let (mut phrase, mut column, mut offset) = (0, 0, 0);
+                    check(api.xInst.unwrap()(
+                        fts,
+                        i,
+                        &mut phrase,
+                        &mut column,
+                        &mut offset,
+                    ))
+                    .unwrap();
+                    freq[usize::try_from(phrase).unwrap()] += 1.0;
+                }
+            }
+            let text: Vec<String> = freq.iter().map(f64::to_string).collect();
+            let text = std::ffi::CString::new(text.join(",")).unwrap();
+            ffi::sqlite3_result_text(ctx, text.as_ptr(), -1, ffi::SQLITE_TRANSIENT());
+        }
+    }
+
+    #[test]
+    fn phrases_are_counted_as_in_the_instance_list() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        unsafe {
+            let api = fts5_api(conn.handle()).unwrap();
+            let rc = (*api).xCreateFunction.unwrap()(
+                api,
+                c"counts".as_ptr(),
+                std::ptr::null_mut(),
+                Some(counts),
+                None,
+            );
+            assert_eq!(rc, ffi::SQLITE_OK);
+        }
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(a, b, tokenize = 'unicode61 remove_diacritics 2');
+             INSERT INTO t(a, b) VALUES
+               ('alpha beta gamma alpha', 'beta alpha'), ('alpha alpha delta', ''),
+               ('beta beta beta beta epsilon zeta', 'alpha beta beta'), ('alpha', 'gamma'),
+               ('gamma delta alpha beta gamma delta alpha beta', 'delta'),
+               ('fn main() { fn helper } main', 'fn main'), ('nothing here at all', 'x');",
+        )
+        .unwrap();
+        let mut checked = 0;
+        for query in [
+            "alpha",
+            "alpha beta",
+            "alpha alpha",
+            "alpha OR beta",
+            "\"alpha beta\" OR delta",
+            "\"gamma delta\" alpha",
+            "NEAR(alpha beta, 1)",
+            "NEAR(gamma delta, 0) OR zeta",
+            "gamma NOT beta",
+            "b : beta alpha",
+            "al* be*",
+            "fn main",
+            "\"fn main\"",
+        ] {
+            let mut stmt = conn
+                .prepare("SELECT counts(t, 0), counts(t, 1) FROM t WHERE t MATCH ?1")
+                .unwrap();
+            let rows: Vec<(String, String)> = stmt
+                .query_map([query], |row| Ok((row.get(0)?, row.get(1)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            assert!(!rows.is_empty(), "{query}");
+            for (by_instance, by_phrase) in rows {
+                assert_eq!(by_phrase, by_instance, "{query}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 20);
     }
 
     #[test]

@@ -115,7 +115,7 @@ impl ShardReaders {
         Started {
             sqls,
             params,
-            replies,
+            replies: Some(replies),
             _shard0: shard0,
         }
     }
@@ -162,24 +162,30 @@ impl ShardReaders {
 pub struct Started<T> {
     sqls: Vec<String>,
     params: Vec<SqlValue>,
-    replies: Vec<Reply<T>>,
-    /// Shard 0's reader, whose thread ends when this is dropped.
+    /// `None` once taken.
+    replies: Option<Vec<Reply<T>>>,
+    /// Shard 0's reader, whose thread ends when this is dropped: not when
+    /// the rows are taken, so that a command about to exit, which leaves
+    /// its connections open (`cmd/search.rs`), does not close this one
+    /// (unmapping its shard) on the other core meanwhile.
     _shard0: ShardReader,
 }
 
 impl<T> Started<T> {
     /// Every shard's rows, shard 0's first, if the queries started were
-    /// `sqls` with `params`; `None` otherwise (their rows are dropped).
+    /// `sqls` with `params`; `None` otherwise (their rows are dropped) and
+    /// after the first call.
     pub fn take_if(
-        self,
+        &mut self,
         sqls: &[String],
         params: &[SqlValue],
     ) -> Option<Result<Vec<T>, ShardReadError>> {
+        let replies = self.replies.take()?;
         if self.sqls != sqls || self.params != params {
             return None;
         }
         let mut rows = Vec::new();
-        Some(receive(self.replies, &mut rows).map(|()| rows))
+        Some(receive(replies, &mut rows).map(|()| rows))
     }
 }
 

@@ -42,6 +42,10 @@ pub(super) fn hits(
     plan: &Plan,
     best: Vec<(i64, f64)>,
 ) -> rusqlite::Result<Vec<Hit>> {
+    // Nothing to look up, nor a scratch table to open on a thread for it.
+    if best.is_empty() {
+        return Ok(Vec::new());
+    }
     let chosen: Vec<i64> = best.iter().map(|(chunk_id, _)| *chunk_id).collect();
     // A word search's snippets are marked by FTS5 on a thread of their own
     // (their text is read first, here), while the details are read.

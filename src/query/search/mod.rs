@@ -53,7 +53,7 @@ pub use syntax::as_you_type;
 /// own: every search is bounded, whichever front-end asks.
 pub const SEARCH_BUDGET: Duration = Duration::from_secs(10);
 use stage::{Stage1, rank_window};
-use weigh::{best_bm25_first, rank_sql};
+use weigh::rank_sql;
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.
 pub const MARK_OPEN: char = '\u{2}';
@@ -283,15 +283,18 @@ impl HeadStart {
         HeadStart { readers, scoring }
     }
 
-    /// The matches of the scoring queries started in advance, best first,
+    /// The matches of the scoring queries started in advance, in no order,
     /// if they are `sqls` for `expr`; they are given out once.
     fn started_scoring(
         &mut self,
         sqls: &[String],
         expr: &str,
     ) -> Option<Result<Vec<(i64, f64)>, SearchError>> {
-        let rows = self.scoring.take()?.take_if(sqls, &scoring_params(expr))?;
-        Some(rows.map(best_bm25_first).map_err(SearchError::from))
+        let rows = self
+            .scoring
+            .as_mut()?
+            .take_if(sqls, &scoring_params(expr))?;
+        Some(rows.map_err(SearchError::from))
     }
 }
 

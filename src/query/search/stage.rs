@@ -206,11 +206,7 @@ impl<'a> Stage1<'a> {
                         shard_matches(store, &head.readers, &sqls, &params, attempt.restricted)?
                     }
                 };
-                let mut weighing = Weighing {
-                    matches,
-                    next: 0,
-                    found: Vec::new(),
-                };
+                let mut weighing = Weighing::new(matches);
                 weigh(store, &head.readers, &lookup, &mut weighing, params, limit)?
             }
             Stage::Recent { sqls, expr } => fetching(limit, |fetch| {
