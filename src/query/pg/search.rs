@@ -65,6 +65,7 @@ fn operand(
     text: &str,
     prefix: bool,
     trigrams: bool,
+    join: &str,
 ) -> Result<String, PgError> {
     let mut parts = Vec::new();
     if trigrams {
@@ -82,7 +83,7 @@ fn operand(
     Ok(match parts.len() {
         0 => nothing(),
         1 => parts.remove(0),
-        _ => format!("({})", parts.join(" <-> ")),
+        _ => format!("({})", parts.join(join)),
     })
 }
 
@@ -93,6 +94,21 @@ fn operand(
 /// unspaced script (CJK & co.) is looked for in the trigrams, as the index
 /// looks in its trigram table.
 pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>, PgError> {
+    tsquery(tokenizers, query, false)
+}
+
+/// The `tsquery` that finds the word index rows (`text_units`, schema 4)
+/// whose texts may match `query`: a unit's `tsv` has no positions, so a
+/// phrase is its words AND-ed, and what is under NOT is left out (a unit
+/// with the word may have texts without it). A superset of the texts'
+/// matches, which the texts' own `tsv` then checks.
+pub fn to_unit_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>, PgError> {
+    tsquery(tokenizers, query, true)
+}
+
+/// `to_tsquery` (`units` false) or `to_unit_tsquery`.
+fn tsquery(tokenizers: &Tokenizers, query: &str, units: bool) -> Result<Option<String>, PgError> {
+    let join = if units { " & " } else { " <-> " };
     let expr = translate(query).expr;
     if expr.is_empty() {
         return Ok(None);
@@ -118,7 +134,7 @@ pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>
                 if prefix {
                     chars.next();
                 }
-                out.push_str(&operand(tokenizers, &text, prefix, trigrams)?);
+                out.push_str(&operand(tokenizers, &text, prefix, trigrams, join)?);
             }
             '(' | ')' => out.push(c),
             c if c.is_whitespace() => {}
@@ -131,6 +147,10 @@ pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>
                     word.push(c);
                     chars.next();
                 }
+                if units && word == "NOT" {
+                    skip_operand(&mut chars);
+                    continue;
+                }
                 // FTS5's binary NOT is "and not".
                 out.push_str(match word.as_str() {
                     "AND" => " & ",
@@ -142,6 +162,33 @@ pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>
         }
     }
     Ok(Some(out))
+}
+
+/// Skips the operand that comes next in a MATCH expression: a quoted
+/// string (maybe a prefix) or a parenthesized group.
+fn skip_operand(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while chars.peek().is_some_and(|c| c.is_whitespace()) {
+        chars.next();
+    }
+    let mut depth = 0usize;
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if !quoted && depth == 0 {
+            if chars.peek() == Some(&'*') {
+                chars.next();
+            }
+            return;
+        }
+    }
 }
 
 /// The index's MATCH expression for `--raw`'s `tsquery`, for snippets:
@@ -159,6 +206,24 @@ fn raw_snippet_expr(tsquery: &str) -> String {
         rest = &after[end + 1..];
     }
     words.join(" OR ")
+}
+
+/// The unit query (`to_unit_tsquery`) of a `--raw` `tsquery`: PostgreSQL's
+/// `querytree` (the query without what is under NOT), its phrase operators
+/// made ANDs.
+fn raw_unit_query(pg: &mut Pg, tsquery: &str) -> Result<String, PgSearchError> {
+    let row = pg
+        .client
+        .query_one(
+            "SELECT regexp_replace(querytree($1::text::tsquery), '<(-|[0-9]+)>', '&', 'g')",
+            &[&tsquery],
+        )
+        .map_err(pg.err())?;
+    let units: String = row.try_get(0).map_err(pg.err())?;
+    if units.trim() == "T" || units.trim().is_empty() {
+        return Err(PgSearchError::Empty(tsquery.to_owned()));
+    }
+    Ok(units)
 }
 
 /// The hits for `options` from the team store; `machine` keeps one
@@ -186,16 +251,19 @@ pub fn search(
         .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
         .map_err(pg.err())?;
     let tokenizers = Tokenizers::new().map_err(PgError::from)?;
-    let (tsquery, snippet_expr) = if options.raw {
-        (options.query.clone(), raw_snippet_expr(&options.query))
+    let (tsquery, unit_query, snippet_expr) = if options.raw {
+        let units = raw_unit_query(pg, &options.query)?;
+        (options.query.clone(), units, raw_snippet_expr(&options.query))
     } else {
-        let tsquery = to_tsquery(&tokenizers, &options.query)?
-            .ok_or_else(|| PgSearchError::Empty(options.query.clone()))?;
-        (tsquery, translate(&options.query).expr)
+        let empty = || PgSearchError::Empty(options.query.clone());
+        let tsquery = to_tsquery(&tokenizers, &options.query)?.ok_or_else(empty)?;
+        let units = to_unit_tsquery(&tokenizers, &options.query)?.ok_or_else(empty)?;
+        (tsquery, units, translate(&options.query).expr)
     };
     let mut params = Params::default();
     params.add(tsquery);
     params.add(options.limit as i64);
+    params.add(unit_query);
     let mut conds = conditions(
         &options.scope,
         machine,
@@ -208,20 +276,31 @@ pub fn search(
         Sort::Rank => "rank DESC, timestamp_ms DESC NULLS LAST, src, chunk_id",
         Sort::Recent => "timestamp_ms DESC NULLS LAST, rank DESC, src, chunk_id",
     };
+    // The units that may hold matches (GIN), newest first; their texts
+    // checked and ranked in that order until `RANK_WINDOW` match (the
+    // sort of the units feeds the loop over texts, so the LIMIT stops
+    // it); the best chunk of each entry; the texts of the hits only.
     let sql = format!(
-        "WITH q AS (SELECT $1::text::tsquery AS q),
+        "WITH q AS (SELECT $1::text::tsquery AS q, $3::text::tsquery AS u),
+         units AS MATERIALIZED (
+           SELECT u.src, u.file_id, u.lo, u.hi, u.max_ts
+             FROM text_units u CROSS JOIN q WHERE u.tsv @@ q.u
+            ORDER BY u.max_ts DESC NULLS LAST, u.src, u.hi DESC),
          matches AS (
-           SELECT c.src, c.chunk_id, c.entry_rowid, c.timestamp_ms
-             FROM texts c CROSS JOIN q
-             JOIN sessions s ON s.src = c.src AND s.file_id = c.file_id
-            WHERE c.tsv @@ q.q{}
-            ORDER BY c.timestamp_ms DESC NULLS LAST, c.chunk_id DESC LIMIT {RANK_WINDOW}),
+           SELECT m.*
+             FROM units u
+             JOIN sessions s ON s.src = u.src AND s.file_id = u.file_id
+             CROSS JOIN LATERAL (
+               SELECT c.src, c.chunk_id, c.entry_rowid, c.timestamp_ms,
+                      ts_rank_cd(c.tsv, q.q) AS rank
+                 FROM texts c CROSS JOIN q
+                WHERE c.src = u.src AND c.chunk_id BETWEEN u.lo AND u.hi
+                  AND c.file_id = u.file_id AND c.tsv @@ q.q{}
+                ORDER BY c.chunk_id DESC) m
+            LIMIT {RANK_WINDOW}),
          ranked AS (
-           SELECT DISTINCT ON (m.src, m.entry_rowid)
-                  m.src, m.chunk_id, m.timestamp_ms, ts_rank_cd(c.tsv, q.q) AS rank
-             FROM matches m CROSS JOIN q
-             JOIN texts c ON c.src = m.src AND c.chunk_id = m.chunk_id
-            ORDER BY m.src, m.entry_rowid, rank DESC, m.chunk_id),
+           SELECT DISTINCT ON (src, entry_rowid) src, chunk_id, timestamp_ms, rank
+             FROM matches ORDER BY src, entry_rowid, rank DESC, chunk_id),
          best AS (SELECT * FROM ranked ORDER BY {order} LIMIT $2)
          SELECT s.session_id, s.file_path, s.name, s.first_message, s.cwd, c.entry_id, c.kind,
                 c.entry_type, c.timestamp_ms, c.line_no, b.rank::float8, c.text,
@@ -364,6 +443,20 @@ mod tests {
         assert_eq!(t("it's").as_deref(), Some("('it' <-> 's')"));
         assert_eq!(t("Café").as_deref(), Some("'cafe'"));
         assert_eq!(t("-- ()"), None);
+    }
+
+    #[test]
+    fn the_unit_query_has_phrases_as_words_and_no_negations() {
+        let u = |query: &str| to_unit_tsquery(&Tokenizers::new().unwrap(), query).unwrap();
+        assert_eq!(
+            u("\"exact phrase\" NOT x").as_deref(),
+            Some("('exact' & 'phrase') ")
+        );
+        assert_eq!(
+            u("a NOT (b OR \"c d\") e").as_deref(),
+            Some("'a'  & 'e'")
+        );
+        assert_eq!(u("serde_json").as_deref(), Some("('serde' & 'json')"));
     }
 
     #[test]
