@@ -53,6 +53,9 @@ pub struct PushReport {
 /// tests): large enough that commits cost little, small enough that a
 /// killed push loses little.
 const BATCH_BYTES: u64 = 32 << 20;
+/// The GIN pending list's size before a merge (and the memory each merge
+/// may use), for this connection only.
+const GIN_PENDING: &str = "128MB";
 /// Files per transaction at most.
 const BATCH_FILES: usize = 2000;
 
@@ -87,6 +90,18 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     // rows), and the next push sends those files again.
     pg.client
         .batch_execute("SET synchronous_commit = off")
+        .map_err(err)?;
+    // The GIN index's new entries gather in its pending list and are
+    // merged into the tree in bulk (each key once per merge, its texts
+    // sorted) whenever the list outgrows `gin_pending_list_limit`: the
+    // default 4 MB made a first push merge hundreds of times. The list is
+    // merged at the end of the push (`clean_pending`), as a search reads
+    // it whole.
+    pg.client
+        .batch_execute(&format!(
+            "SET gin_pending_list_limit = '{GIN_PENDING}'; SET work_mem = '{GIN_PENDING}';
+             SET maintenance_work_mem = '{GIN_PENDING}'"
+        ))
         .map_err(err)?;
     let mut report = PushReport {
         machine: machine.name.clone(),
@@ -256,6 +271,11 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         report.batches += 1;
     }
 
+    if report.batches > 0 {
+        pg.client
+            .execute("SELECT gin_clean_pending_list('texts_tsv'::regclass)", &[])
+            .map_err(err)?;
+    }
     pg.client
         .execute(
             "UPDATE machines SET last_push = now() WHERE src = $1",
