@@ -4,10 +4,12 @@
 //! ranked with `ts_rank_cd`, the best chunk of each entry kept, and cut into
 //! snippets by FTS5 as the index cuts them, as the index's `Hit`s. The
 //! `tsvector`s hold the index's own tokens (`store::pg::lexemes`), so a
-//! query is split into words as the index splits it. As in the index, only
-//! the newest `RANK_WINDOW` matching chunks are ranked: finding the matches
-//! reads the GIN index and small heap rows, while ranking reads each
-//! match's whole `tsvector`, and a common word has tens of thousands.
+//! query is split into words as the index splits it. The GIN index alone
+//! finds the candidates (`to_candidate_tsquery`: phrases as words, no NOT,
+//! so no `tsvector` is read for them); they are checked with the query
+//! itself and ranked newest first until `PG_RANK_WINDOW` match, so the
+//! `tsvector`s read (to check a phrase, to rank) are the newest
+//! candidates', not every match's.
 //!
 //! The query language is piidx's (words AND-ed, "phrases", prefix*, OR,
 //! NOT, parentheses), read by the index's `syntax::translate` and turned
@@ -38,6 +40,11 @@ pub enum PgSearchError {
     #[error(transparent)]
     Pg(#[from] PgError),
 }
+
+/// Matching chunks ranked, the newest. The index ranks `RANK_WINDOW`;
+/// here each rank reads the chunk's whole `tsvector` (30–70 µs each on the
+/// 1 GB bench corpus), so 5,000 were most of a search of a common word.
+const PG_RANK_WINDOW: i64 = RANK_WINDOW / 5;
 
 /// A lexeme for `to_tsquery`, quoted.
 fn lexeme(word: &str, prefix: bool) -> String {
@@ -97,18 +104,25 @@ pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>
     tsquery(tokenizers, query, false)
 }
 
-/// The `tsquery` that finds the word index rows (`text_units`, schema 4)
-/// whose texts may match `query`: a unit's `tsv` has no positions, so a
-/// phrase is its words AND-ed, and what is under NOT is left out (a unit
-/// with the word may have texts without it). A superset of the texts'
-/// matches, which the texts' own `tsv` then checks.
-pub fn to_unit_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>, PgError> {
+/// The `tsquery` of the texts that may match `query`, which the GIN index
+/// answers alone: a phrase is its words AND-ed, and what is under NOT is
+/// left out (either would make PostgreSQL read the `tsvector` of every
+/// text that has the words). A superset of the matches, which `to_tsquery`
+/// then checks newest first, only until the ranking window is full.
+pub fn to_candidate_tsquery(
+    tokenizers: &Tokenizers,
+    query: &str,
+) -> Result<Option<String>, PgError> {
     tsquery(tokenizers, query, true)
 }
 
-/// `to_tsquery` (`units` false) or `to_unit_tsquery`.
-fn tsquery(tokenizers: &Tokenizers, query: &str, units: bool) -> Result<Option<String>, PgError> {
-    let join = if units { " & " } else { " <-> " };
+/// `to_tsquery` (`candidate` false) or `to_candidate_tsquery`.
+fn tsquery(
+    tokenizers: &Tokenizers,
+    query: &str,
+    candidate: bool,
+) -> Result<Option<String>, PgError> {
+    let join = if candidate { " & " } else { " <-> " };
     let expr = translate(query).expr;
     if expr.is_empty() {
         return Ok(None);
@@ -147,7 +161,7 @@ fn tsquery(tokenizers: &Tokenizers, query: &str, units: bool) -> Result<Option<S
                     word.push(c);
                     chars.next();
                 }
-                if units && word == "NOT" {
+                if candidate && word == "NOT" {
                     skip_operand(&mut chars);
                     continue;
                 }
@@ -208,10 +222,10 @@ fn raw_snippet_expr(tsquery: &str) -> String {
     words.join(" OR ")
 }
 
-/// The unit query (`to_unit_tsquery`) of a `--raw` `tsquery`: PostgreSQL's
+/// The candidate query (`to_candidate_tsquery`) of a `--raw` `tsquery`: PostgreSQL's
 /// `querytree` (the query without what is under NOT), its phrase operators
 /// made ANDs.
-fn raw_unit_query(pg: &mut Pg, tsquery: &str) -> Result<String, PgSearchError> {
+fn raw_candidate_query(pg: &mut Pg, tsquery: &str) -> Result<String, PgSearchError> {
     let row = pg
         .client
         .query_one(
@@ -219,11 +233,11 @@ fn raw_unit_query(pg: &mut Pg, tsquery: &str) -> Result<String, PgSearchError> {
             &[&tsquery],
         )
         .map_err(pg.err())?;
-    let units: String = row.try_get(0).map_err(pg.err())?;
-    if units.trim() == "T" || units.trim().is_empty() {
+    let candidate: String = row.try_get(0).map_err(pg.err())?;
+    if candidate.trim() == "T" || candidate.trim().is_empty() {
         return Err(PgSearchError::Empty(tsquery.to_owned()));
     }
-    Ok(units)
+    Ok(candidate)
 }
 
 /// The hits for `options` from the team store; `machine` keeps one
@@ -251,19 +265,29 @@ pub fn search(
         .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
         .map_err(pg.err())?;
     let tokenizers = Tokenizers::new().map_err(PgError::from)?;
-    let (tsquery, unit_query, snippet_expr) = if options.raw {
-        let units = raw_unit_query(pg, &options.query)?;
-        (options.query.clone(), units, raw_snippet_expr(&options.query))
+    let (tsquery, candidate, snippet_expr) = if options.raw {
+        let candidate = raw_candidate_query(pg, &options.query)?;
+        (
+            options.query.clone(),
+            candidate,
+            raw_snippet_expr(&options.query),
+        )
     } else {
         let empty = || PgSearchError::Empty(options.query.clone());
         let tsquery = to_tsquery(&tokenizers, &options.query)?.ok_or_else(empty)?;
-        let units = to_unit_tsquery(&tokenizers, &options.query)?.ok_or_else(empty)?;
-        (tsquery, units, translate(&options.query).expr)
+        let candidate = to_candidate_tsquery(&tokenizers, &options.query)?.ok_or_else(empty)?;
+        (tsquery, candidate, translate(&options.query).expr)
+    };
+    // Words and prefixes only: the candidates are the matches.
+    let check = if candidate == tsquery {
+        "true"
+    } else {
+        "t.tsv @@ q.q"
     };
     let mut params = Params::default();
     params.add(tsquery);
     params.add(options.limit as i64);
-    params.add(unit_query);
+    params.add(candidate);
     let mut conds = conditions(
         &options.scope,
         machine,
@@ -276,28 +300,31 @@ pub fn search(
         Sort::Rank => "rank DESC, timestamp_ms DESC NULLS LAST, src, chunk_id",
         Sort::Recent => "timestamp_ms DESC NULLS LAST, rank DESC, src, chunk_id",
     };
-    // The units that may hold matches (GIN), newest first; their texts
-    // checked and ranked in that order until `RANK_WINDOW` match (the
-    // sort of the units feeds the loop over texts, so the LIMIT stops
-    // it); the best chunk of each entry; the texts of the hits only.
+    // Candidates: the texts the GIN index finds alone (phrases as words,
+    // without NOT: `to_candidate_tsquery`), newest first; then each is
+    // checked with the query itself (only when that differs: a phrase or
+    // NOT reads the text's `tsvector`) and ranked, in that order, until
+    // `RANK_WINDOW` match: the LIMIT stops the loop, so a phrase of common
+    // words reads the `tsvector`s of the newest candidates only. The
+    // lateral subquery is fenced (OFFSET 0), so it runs per candidate, in
+    // order, by the primary key. The best chunk of each entry; the texts
+    // of the hits only.
     let sql = format!(
-        "WITH q AS (SELECT $1::text::tsquery AS q, $3::text::tsquery AS u),
-         units AS MATERIALIZED (
-           SELECT u.src, u.file_id, u.lo, u.hi, u.max_ts
-             FROM text_units u CROSS JOIN q WHERE u.tsv @@ q.u
-            ORDER BY u.max_ts DESC NULLS LAST, u.src, u.hi DESC),
+        "WITH q AS (SELECT $1::text::tsquery AS q, $3::text::tsquery AS c),
+         cand AS MATERIALIZED (
+           SELECT c.src, c.chunk_id, c.entry_rowid, c.timestamp_ms
+             FROM texts c CROSS JOIN q
+             JOIN sessions s ON s.src = c.src AND s.file_id = c.file_id
+            WHERE c.tsv @@ q.c{}
+            ORDER BY c.timestamp_ms DESC NULLS LAST, c.chunk_id DESC),
          matches AS (
-           SELECT m.*
-             FROM units u
-             JOIN sessions s ON s.src = u.src AND s.file_id = u.file_id
-             CROSS JOIN LATERAL (
-               SELECT c.src, c.chunk_id, c.entry_rowid, c.timestamp_ms,
-                      ts_rank_cd(c.tsv, q.q) AS rank
-                 FROM texts c CROSS JOIN q
-                WHERE c.src = u.src AND c.chunk_id BETWEEN u.lo AND u.hi
-                  AND c.file_id = u.file_id AND c.tsv @@ q.q{}
-                ORDER BY c.chunk_id DESC) m
-            LIMIT {RANK_WINDOW}),
+           SELECT m.src, m.chunk_id, m.entry_rowid, m.timestamp_ms, r.rank
+             FROM cand m CROSS JOIN LATERAL (
+               SELECT {check} AS hit, ts_rank_cd(t.tsv, q.q) AS rank
+                 FROM texts t CROSS JOIN q
+                WHERE t.src = m.src AND t.chunk_id = m.chunk_id OFFSET 0) r
+            WHERE r.hit
+            LIMIT {PG_RANK_WINDOW}),
          ranked AS (
            SELECT DISTINCT ON (src, entry_rowid) src, chunk_id, timestamp_ms, rank
              FROM matches ORDER BY src, entry_rowid, rank DESC, chunk_id),
@@ -446,17 +473,14 @@ mod tests {
     }
 
     #[test]
-    fn the_unit_query_has_phrases_as_words_and_no_negations() {
-        let u = |query: &str| to_unit_tsquery(&Tokenizers::new().unwrap(), query).unwrap();
+    fn the_candidate_query_has_phrases_as_words_and_no_negations() {
+        let c = |query: &str| to_candidate_tsquery(&Tokenizers::new().unwrap(), query).unwrap();
         assert_eq!(
-            u("\"exact phrase\" NOT x").as_deref(),
+            c("\"exact phrase\" NOT x").as_deref(),
             Some("('exact' & 'phrase') ")
         );
-        assert_eq!(
-            u("a NOT (b OR \"c d\") e").as_deref(),
-            Some("'a'  & 'e'")
-        );
-        assert_eq!(u("serde_json").as_deref(), Some("('serde' & 'json')"));
+        assert_eq!(c("a NOT (b OR \"c d\") e").as_deref(), Some("'a'  & 'e'"));
+        assert_eq!(c("serde_json").as_deref(), Some("('serde' & 'json')"));
     }
 
     #[test]
