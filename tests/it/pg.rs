@@ -631,6 +631,22 @@ fn phrases_and_negations_find_the_entries_the_index_finds() {
     }
 }
 
+/// A push leaves the GIN index's pending list merged: it gathers the
+/// push's new entries (up to the 128 MB the push allows it), and a search
+/// would read it whole.
+#[test]
+fn a_push_leaves_the_word_index_merged() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+    let pending: i64 = connect(&url)
+        .query_one("SELECT gin_clean_pending_list('texts_tsv'::regclass)", &[])
+        .expect("pending list")
+        .get(0);
+    assert_eq!(pending, 0, "pages left in the pending list");
+}
+
 /// A column the store answers with another type than this piidx reads
 /// (altered by hand, or another server) is an error naming the store,
 /// never a crash.
