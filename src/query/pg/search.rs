@@ -477,9 +477,9 @@ mod tests {
         let c = |query: &str| to_candidate_tsquery(&Tokenizers::new().unwrap(), query).unwrap();
         assert_eq!(
             c("\"exact phrase\" NOT x").as_deref(),
-            Some("('exact' & 'phrase') ")
+            Some("('exact' & 'phrase')")
         );
-        assert_eq!(c("a NOT (b OR \"c d\") e").as_deref(), Some("'a'  & 'e'"));
+        assert_eq!(c("a NOT (b OR \"c d\") e").as_deref(), Some("'a' & 'e'"));
         assert_eq!(c("serde_json").as_deref(), Some("('serde' & 'json')"));
     }
 
