@@ -94,7 +94,7 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     // The GIN index's new entries gather in its pending list and are
     // merged into the tree in bulk (each key once per merge, its texts
     // sorted) whenever the list outgrows `gin_pending_list_limit`: the
-    // default 4 MB made a first push merge hundreds of times. The list is
+    // default 4 MB made a first push merge about a hundred times. The list is
     // merged at the end of the push (`clean_pending`), as a search reads
     // it whole.
     pg.client
