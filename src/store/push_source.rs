@@ -168,7 +168,10 @@ impl PushTable {
                   WHERE file_id = ?1 AND ?2 IS NOT NULL AND entry_rowid > ?3"
             }
             // Every text the index searches, chunk by chunk, with the
-            // body its full-text shards were given (`fts_content`).
+            // body its full-text shards were given (`fts_content`), in
+            // chunk order. An empty body is left out by the caller: a
+            // condition on it here would make SQLite extract every body
+            // twice.
             PushTable::Texts => {
                 "SELECT c.chunk_id, c.entry_rowid, c.file_id, e.session_id, e.entry_id, e.line_no,
                         e.type, mm.role, c.kind, c.tool_name, c.json_path, c.start,
@@ -177,7 +180,7 @@ impl PushTable {
                    LEFT JOIN message_meta mm ON mm.entry_rowid = c.entry_rowid
                    JOIN fts_content b ON b.chunk_id = c.chunk_id
                   WHERE c.file_id = ?1 AND ?2 IS NOT NULL AND c.entry_rowid > ?3
-                    AND b.body <> ''"
+                  ORDER BY c.chunk_id"
             }
             PushTable::ToolCalls => {
                 "SELECT entry_rowid, json_path, block_index, file_id, session_id, entry_id, call_id,

@@ -592,6 +592,61 @@ fn a_schema_2_store_is_upgraded_in_place_by_the_next_push() {
     assert_eq!(again["files_sent"], 0, "{again}");
 }
 
+/// Phrases, NOT and OR find in the store the entries the index finds: the
+/// store looks for candidates with the phrases' words AND-ed and without
+/// what is under NOT, then checks each with the query itself.
+#[test]
+fn phrases_and_negations_find_the_entries_the_index_finds() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+    let words = |query: &str| {
+        let hits = json(&env, &["search", query, "--json", "-n", "500"]);
+        ids_of(&hits, "entry_id")
+    };
+    // `crate` is in more entries than `crate NOT Cargo.toml`, which the
+    // candidates (all `crate` entries) must not return.
+    assert!(words("crate").len() > words("crate NOT Cargo.toml").len());
+    for query in [
+        "Cargo.toml",
+        "\"the crate\"",
+        "crate NOT Cargo.toml",
+        "crate -edition",
+        "parse_line_offset OR \"Cargo.toml\"",
+        "(crate OR compile) NOT (edition OR \"Cargo.toml\")",
+    ] {
+        let args = ["search", query, "--json", "-n", "500"];
+        let local = json(&env, &args);
+        let remote = json(&env, &[&args[..], &["--pg", &url]].concat());
+        assert!(
+            !ids_of(&local, "entry_id").is_empty(),
+            "{query} is in the fixtures"
+        );
+        assert_eq!(
+            ids_of(&remote, "entry_id"),
+            ids_of(&local, "entry_id"),
+            "{query}"
+        );
+    }
+}
+
+/// A push leaves the GIN index's pending list merged: it gathers the
+/// push's new entries (up to the 128 MB the push allows it), and a search
+/// would read it whole.
+#[test]
+fn a_push_leaves_the_word_index_merged() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+    let pending: i64 = connect(&url)
+        .query_one("SELECT gin_clean_pending_list('texts_tsv'::regclass)", &[])
+        .expect("pending list")
+        .get(0);
+    assert_eq!(pending, 0, "pages left in the pending list");
+}
+
 /// A column the store answers with another type than this piidx reads
 /// (altered by hand, or another server) is an error naming the store,
 /// never a crash.

@@ -4,10 +4,12 @@
 //! ranked with `ts_rank_cd`, the best chunk of each entry kept, and cut into
 //! snippets by FTS5 as the index cuts them, as the index's `Hit`s. The
 //! `tsvector`s hold the index's own tokens (`store::pg::lexemes`), so a
-//! query is split into words as the index splits it. As in the index, only
-//! the newest `RANK_WINDOW` matching chunks are ranked: finding the matches
-//! reads the GIN index and small heap rows, while ranking reads each
-//! match's whole `tsvector`, and a common word has tens of thousands.
+//! query is split into words as the index splits it. The GIN index alone
+//! finds the candidates (`to_candidate_tsquery`: phrases as words, no NOT,
+//! so no `tsvector` is read for them); they are checked with the query
+//! itself and ranked newest first until `PG_RANK_WINDOW` match, so the
+//! `tsvector`s read (to check a phrase, to rank) are the newest
+//! candidates', not every match's.
 //!
 //! The query language is piidx's (words AND-ed, "phrases", prefix*, OR,
 //! NOT, parentheses), read by the index's `syntax::translate` and turned
@@ -39,6 +41,11 @@ pub enum PgSearchError {
     Pg(#[from] PgError),
 }
 
+/// Matching chunks ranked, the newest. The index ranks `RANK_WINDOW`;
+/// here each rank reads the chunk's whole `tsvector` (30–70 µs each on the
+/// 1 GB bench corpus), so 5,000 were most of a search of a common word.
+const PG_RANK_WINDOW: i64 = RANK_WINDOW / 5;
+
 /// A lexeme for `to_tsquery`, quoted.
 fn lexeme(word: &str, prefix: bool) -> String {
     let quoted = word.replace('\\', "\\\\").replace('\'', "''");
@@ -65,6 +72,7 @@ fn operand(
     text: &str,
     prefix: bool,
     trigrams: bool,
+    join: &str,
 ) -> Result<String, PgError> {
     let mut parts = Vec::new();
     if trigrams {
@@ -82,7 +90,7 @@ fn operand(
     Ok(match parts.len() {
         0 => nothing(),
         1 => parts.remove(0),
-        _ => format!("({})", parts.join(" <-> ")),
+        _ => format!("({})", parts.join(join)),
     })
 }
 
@@ -93,6 +101,28 @@ fn operand(
 /// unspaced script (CJK & co.) is looked for in the trigrams, as the index
 /// looks in its trigram table.
 pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>, PgError> {
+    tsquery(tokenizers, query, false)
+}
+
+/// The `tsquery` of the texts that may match `query`, which the GIN index
+/// answers alone: a phrase is its words AND-ed, and what is under NOT is
+/// left out (either would make PostgreSQL read the `tsvector` of every
+/// text that has the words). A superset of the matches, which `to_tsquery`
+/// then checks newest first, only until the ranking window is full.
+pub fn to_candidate_tsquery(
+    tokenizers: &Tokenizers,
+    query: &str,
+) -> Result<Option<String>, PgError> {
+    tsquery(tokenizers, query, true)
+}
+
+/// `to_tsquery` (`candidate` false) or `to_candidate_tsquery`.
+fn tsquery(
+    tokenizers: &Tokenizers,
+    query: &str,
+    candidate: bool,
+) -> Result<Option<String>, PgError> {
+    let join = if candidate { " & " } else { " <-> " };
     let expr = translate(query).expr;
     if expr.is_empty() {
         return Ok(None);
@@ -118,7 +148,7 @@ pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>
                 if prefix {
                     chars.next();
                 }
-                out.push_str(&operand(tokenizers, &text, prefix, trigrams)?);
+                out.push_str(&operand(tokenizers, &text, prefix, trigrams, join)?);
             }
             '(' | ')' => out.push(c),
             c if c.is_whitespace() => {}
@@ -131,6 +161,10 @@ pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>
                     word.push(c);
                     chars.next();
                 }
+                if candidate && word == "NOT" {
+                    skip_operand(&mut chars);
+                    continue;
+                }
                 // FTS5's binary NOT is "and not".
                 out.push_str(match word.as_str() {
                     "AND" => " & ",
@@ -142,6 +176,33 @@ pub fn to_tsquery(tokenizers: &Tokenizers, query: &str) -> Result<Option<String>
         }
     }
     Ok(Some(out))
+}
+
+/// Skips the operand that comes next in a MATCH expression: a quoted
+/// string (maybe a prefix) or a parenthesized group.
+fn skip_operand(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while chars.peek().is_some_and(|c| c.is_whitespace()) {
+        chars.next();
+    }
+    let mut depth = 0usize;
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if !quoted && depth == 0 {
+            if chars.peek() == Some(&'*') {
+                chars.next();
+            }
+            return;
+        }
+    }
 }
 
 /// The index's MATCH expression for `--raw`'s `tsquery`, for snippets:
@@ -159,6 +220,24 @@ fn raw_snippet_expr(tsquery: &str) -> String {
         rest = &after[end + 1..];
     }
     words.join(" OR ")
+}
+
+/// The candidate query (`to_candidate_tsquery`) of a `--raw` `tsquery`: PostgreSQL's
+/// `querytree` (the query without what is under NOT), its phrase operators
+/// made ANDs.
+fn raw_candidate_query(pg: &mut Pg, tsquery: &str) -> Result<String, PgSearchError> {
+    let row = pg
+        .client
+        .query_one(
+            "SELECT regexp_replace(querytree($1::text::tsquery), '<(-|[0-9]+)>', '&', 'g')",
+            &[&tsquery],
+        )
+        .map_err(pg.err())?;
+    let candidate: String = row.try_get(0).map_err(pg.err())?;
+    if candidate.trim() == "T" || candidate.trim().is_empty() {
+        return Err(PgSearchError::Empty(tsquery.to_owned()));
+    }
+    Ok(candidate)
 }
 
 /// The hits for `options` from the team store; `machine` keeps one
@@ -186,16 +265,29 @@ pub fn search(
         .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
         .map_err(pg.err())?;
     let tokenizers = Tokenizers::new().map_err(PgError::from)?;
-    let (tsquery, snippet_expr) = if options.raw {
-        (options.query.clone(), raw_snippet_expr(&options.query))
+    let (tsquery, candidate, snippet_expr) = if options.raw {
+        let candidate = raw_candidate_query(pg, &options.query)?;
+        (
+            options.query.clone(),
+            candidate,
+            raw_snippet_expr(&options.query),
+        )
     } else {
-        let tsquery = to_tsquery(&tokenizers, &options.query)?
-            .ok_or_else(|| PgSearchError::Empty(options.query.clone()))?;
-        (tsquery, translate(&options.query).expr)
+        let empty = || PgSearchError::Empty(options.query.clone());
+        let tsquery = to_tsquery(&tokenizers, &options.query)?.ok_or_else(empty)?;
+        let candidate = to_candidate_tsquery(&tokenizers, &options.query)?.ok_or_else(empty)?;
+        (tsquery, candidate, translate(&options.query).expr)
+    };
+    // Words and prefixes only: the candidates are the matches.
+    let check = if candidate == tsquery {
+        "true"
+    } else {
+        "t.tsv @@ q.q"
     };
     let mut params = Params::default();
     params.add(tsquery);
     params.add(options.limit as i64);
+    params.add(candidate);
     let mut conds = conditions(
         &options.scope,
         machine,
@@ -208,20 +300,34 @@ pub fn search(
         Sort::Rank => "rank DESC, timestamp_ms DESC NULLS LAST, src, chunk_id",
         Sort::Recent => "timestamp_ms DESC NULLS LAST, rank DESC, src, chunk_id",
     };
+    // Candidates: the texts the GIN index finds alone (phrases as words,
+    // without NOT: `to_candidate_tsquery`), newest first; then each is
+    // checked with the query itself (only when that differs: a phrase or
+    // NOT reads the text's `tsvector`) and ranked, in that order, until
+    // `RANK_WINDOW` match: the LIMIT stops the loop, so a phrase of common
+    // words reads the `tsvector`s of the newest candidates only. The
+    // lateral subquery is fenced (OFFSET 0), so it runs per candidate, in
+    // order, by the primary key. The best chunk of each entry; the texts
+    // of the hits only.
     let sql = format!(
-        "WITH q AS (SELECT $1::text::tsquery AS q),
-         matches AS (
+        "WITH q AS (SELECT $1::text::tsquery AS q, $3::text::tsquery AS c),
+         cand AS MATERIALIZED (
            SELECT c.src, c.chunk_id, c.entry_rowid, c.timestamp_ms
              FROM texts c CROSS JOIN q
              JOIN sessions s ON s.src = c.src AND s.file_id = c.file_id
-            WHERE c.tsv @@ q.q{}
-            ORDER BY c.timestamp_ms DESC NULLS LAST, c.chunk_id DESC LIMIT {RANK_WINDOW}),
+            WHERE c.tsv @@ q.c{}
+            ORDER BY c.timestamp_ms DESC NULLS LAST, c.chunk_id DESC),
+         matches AS (
+           SELECT m.src, m.chunk_id, m.entry_rowid, m.timestamp_ms, r.rank
+             FROM cand m CROSS JOIN LATERAL (
+               SELECT {check} AS hit, ts_rank_cd(t.tsv, q.q) AS rank
+                 FROM texts t CROSS JOIN q
+                WHERE t.src = m.src AND t.chunk_id = m.chunk_id OFFSET 0) r
+            WHERE r.hit
+            LIMIT {PG_RANK_WINDOW}),
          ranked AS (
-           SELECT DISTINCT ON (m.src, m.entry_rowid)
-                  m.src, m.chunk_id, m.timestamp_ms, ts_rank_cd(c.tsv, q.q) AS rank
-             FROM matches m CROSS JOIN q
-             JOIN texts c ON c.src = m.src AND c.chunk_id = m.chunk_id
-            ORDER BY m.src, m.entry_rowid, rank DESC, m.chunk_id),
+           SELECT DISTINCT ON (src, entry_rowid) src, chunk_id, timestamp_ms, rank
+             FROM matches ORDER BY src, entry_rowid, rank DESC, chunk_id),
          best AS (SELECT * FROM ranked ORDER BY {order} LIMIT $2)
          SELECT s.session_id, s.file_path, s.name, s.first_message, s.cwd, c.entry_id, c.kind,
                 c.entry_type, c.timestamp_ms, c.line_no, b.rank::float8, c.text,
@@ -364,6 +470,17 @@ mod tests {
         assert_eq!(t("it's").as_deref(), Some("('it' <-> 's')"));
         assert_eq!(t("Café").as_deref(), Some("'cafe'"));
         assert_eq!(t("-- ()"), None);
+    }
+
+    #[test]
+    fn the_candidate_query_has_phrases_as_words_and_no_negations() {
+        let c = |query: &str| to_candidate_tsquery(&Tokenizers::new().unwrap(), query).unwrap();
+        assert_eq!(
+            c("\"exact phrase\" NOT x").as_deref(),
+            Some("('exact' & 'phrase')")
+        );
+        assert_eq!(c("a NOT (b OR \"c d\") e").as_deref(), Some("'a' & 'e'"));
+        assert_eq!(c("serde_json").as_deref(), Some("('serde' & 'json')"));
     }
 
     #[test]
