@@ -68,13 +68,15 @@ CREATE VIRTUAL TABLE fts_trigram USING fts5(
   tokenize = 'trigram'
 );
 -- FTS5 writes its in-memory buffer as a new segment whenever it exceeds
--- `hashsize` (default 1 MB), and at every commit. 2 MB costs the least CPU:
--- a larger buffer's hash table and its sort at each flush miss the CPU's
--- caches (with 16 MB a cold sync took 1.18x the CPU and 50 MiB more
--- RSS), a smaller one makes more segments to merge (docs/performance.md).
+-- `hashsize` (default 1 MB), and at every commit. A larger buffer's hash
+-- table and its sort at each flush miss the CPU's caches (with 16 MB a cold
+-- sync took 1.18x the CPU of 2 MB, and 50 MiB more RSS); a smaller one
+-- leaves more segments, and a query reads each (at 4 GB, 2 MB made a rare
+-- word's search 1.37x slower than 16 MB). 4 MB costs the CPU of 2 MB and
+-- the searches of 16 MB within a few percent (docs/performance.md).
 -- A shard made with another size keeps it.
-INSERT INTO fts(fts, rank) VALUES ('hashsize', 2097152);
-INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 2097152);
+INSERT INTO fts(fts, rank) VALUES ('hashsize', 4194304);
+INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 4194304);
 ";
 
 /// The index text sent to the shards per message (the main writer commits
