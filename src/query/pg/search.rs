@@ -7,9 +7,9 @@
 //! query is split into words as the index splits it. The GIN index alone
 //! finds the candidates (`to_candidate_tsquery`: phrases as words, no NOT,
 //! so no `tsvector` is read for them); they are checked with the query
-//! itself and ranked newest first until `PG_RANK_WINDOW` (the index's window) match, so the
-//! `tsvector`s read (to check a phrase, to rank) are the newest
-//! candidates', not every match's.
+//! itself and ranked newest first until the index's `RANK_WINDOW` match
+//! (both choose among the same matches), so the `tsvector`s read (to check
+//! a phrase, to rank) are the newest candidates', not every match's.
 //!
 //! The query language is piidx's (words AND-ed, "phrases", prefix*, OR,
 //! NOT, parentheses), read by the index's `syntax::translate` and turned
@@ -40,13 +40,6 @@ pub enum PgSearchError {
     #[error(transparent)]
     Pg(#[from] PgError),
 }
-
-/// Matching chunks ranked, the newest: as many as the index ranks, so both
-/// choose among the same matches. Each rank reads the chunk's whole
-/// `tsvector` (30–70 µs each on the 1 GB bench corpus), most of a search of
-/// a common word; a fifth of the window would be 1.4x faster there, at the
-/// price of hits the index would show first.
-const PG_RANK_WINDOW: i64 = RANK_WINDOW;
 
 /// A lexeme for `to_tsquery`, quoted.
 fn lexeme(word: &str, prefix: bool) -> String {
@@ -326,7 +319,7 @@ pub fn search(
                  FROM texts t CROSS JOIN q
                 WHERE t.src = m.src AND t.chunk_id = m.chunk_id OFFSET 0) r
             WHERE r.hit
-            LIMIT {PG_RANK_WINDOW}),
+            LIMIT {RANK_WINDOW}),
          ranked AS (
            SELECT DISTINCT ON (src, entry_rowid) src, chunk_id, timestamp_ms, rank
              FROM matches ORDER BY src, entry_rowid, rank DESC, chunk_id),
