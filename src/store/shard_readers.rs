@@ -254,18 +254,18 @@ impl ShardReader {
     fn open(db: PathBuf, shard: usize) -> ShardReader {
         let (jobs, queue) = mpsc::channel::<Job>();
         let db_id = Arc::new(OnceLock::new());
-        let found = db_id.clone();
-        let spawned = std::thread::Builder::new().spawn(move || {
+        let found = Unknown(db_id.clone());
+        // A thread that cannot start drops this closure, and `found` with
+        // it: its jobs then find no one to answer, and its id is `None`.
+        let _ = std::thread::Builder::new().spawn(move || {
             let mut opened = ReaderConnection::open(db, shard).map_err(|err| err.to_string());
-            let _ = found.set(opened.as_ref().ok().and_then(|conn| conn.db_id.clone()));
+            let _ = found
+                .0
+                .set(opened.as_ref().ok().and_then(|conn| conn.db_id.clone()));
             for job in queue {
                 job(opened.as_mut().map_err(|message| message.as_str()));
             }
         });
-        if spawned.is_err() {
-            // No thread: nobody answers, and `belong_to` must not wait.
-            let _ = db_id.set(None);
-        }
         ShardReader { jobs, db_id }
     }
 
@@ -291,6 +291,17 @@ impl ShardReader {
         // receiver says so.
         let _ = self.jobs.send(job);
         replied
+    }
+}
+
+/// A reader's `db_id`, set to `None` when dropped unset: a thread that
+/// ends (or panics) before it knows the id, or never starts, leaves
+/// `belong_to` an answer rather than a wait for ever.
+struct Unknown(Arc<OnceLock<Option<String>>>);
+
+impl Drop for Unknown {
+    fn drop(&mut self) {
+        let _ = self.0.set(None);
     }
 }
 
