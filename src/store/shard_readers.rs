@@ -17,13 +17,17 @@
 //! A caller that knows its first queries before the index is open starts
 //! them at once (`ShardReaders::start`: SQL text and parameters for every
 //! shard, shard 0's on a reader of its own) and takes their rows later
-//! (`Started::take_if`), if they are still the queries it needs.
+//! (`Started::take_if`), if they are still the queries it needs. With
+//! shard 0's reader, every query of the shards alone runs on the readers,
+//! and the index's connection need not attach the shards at all: the
+//! readers tell which database their files belong to (`belong_to`), the
+//! check the index's connection made when it attached them.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, OnceLock, mpsc};
 
-use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::{Index, Stop, StoreError, attach_one_shard, rank, shard_path};
 
@@ -41,11 +45,18 @@ pub enum ShardReadError {
     Connection(String),
 }
 
-/// Readers of shards 1, 2, ...: the index's own connection reads shard 0.
-/// Dropping them ends their threads, which close their connections.
+/// Readers of shards 1, 2, ...; shard 0 is read by the index's own
+/// connection, or by a reader of its own when one was opened
+/// (`open_shard0`) and a query needs the shard alone. Dropping them ends
+/// their threads, which close their connections.
 #[derive(Default)]
 pub struct ShardReaders {
     readers: Vec<ShardReader>,
+    /// Shard 0's reader (`open_shard0`). Like the others, it lives as long
+    /// as these: a command about to exit, which leaves its connections
+    /// open (`cmd/search.rs`), does not close it (unmapping its shard) on
+    /// the other core meanwhile.
+    shard0: Option<ShardReader>,
     /// When the queries sent from now on stop (`set_stop`).
     stop: Stop,
 }
@@ -60,8 +71,36 @@ impl ShardReaders {
             .collect();
         ShardReaders {
             readers,
+            shard0: None,
             stop: Stop::never(),
         }
+    }
+
+    /// Starts opening a reader for shard 0 of `db`, if there is none: the
+    /// queries that need the shard alone then run there, and the index's
+    /// connection need not attach the shards (`belong_to`).
+    pub fn open_shard0(&mut self, db: &Path) {
+        if self.shard0.is_none() {
+            self.shard0 = Some(ShardReader::open(db.to_owned(), 0));
+        }
+    }
+
+    /// Whether shard 0 has a reader (`open_shard0`).
+    pub fn has_shard0(&self) -> bool {
+        self.shard0.is_some()
+    }
+
+    /// True when shard 0 has a reader and every reader's file is that
+    /// shard of the database whose shards have the id `db_id` (what the
+    /// index's connection checks when it attaches them). Waits for the
+    /// readers to be open; false if one could not be opened.
+    pub fn belong_to(&self, db_id: &str) -> bool {
+        self.shard0.is_some()
+            && self
+                .shard0
+                .iter()
+                .chain(&self.readers)
+                .all(|reader| reader.db_id.wait().as_deref() == Some(db_id))
     }
 
     /// The queries sent from now on stop when `stop` does (each reader's
@@ -89,17 +128,19 @@ impl ShardReaders {
     }
 
     /// Runs `sqls[k]` with `params` on shard `k` of `db`, before the
-    /// index is open: shard 0's on a reader opened for it, the others' on
-    /// these readers. Each row becomes a `T` by `row`.
+    /// index is open: shard 0's on its reader (`open_shard0`), the others'
+    /// on theirs. Each row becomes a `T` by `row`.
     pub fn start<T: Send + 'static>(
-        &self,
+        &mut self,
         db: &Path,
         sqls: Vec<String>,
         params: Vec<SqlValue>,
         row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Started<T> {
-        let shard0 = ShardReader::open(db.to_owned(), 0);
-        let replies = std::iter::once(&shard0)
+        self.open_shard0(db);
+        let replies = self
+            .shard0
+            .iter()
             .chain(&self.readers)
             .zip(&sqls)
             .map(|(reader, sql)| {
@@ -116,14 +157,14 @@ impl ShardReaders {
             sqls,
             params,
             replies: Some(replies),
-            _shard0: shard0,
         }
     }
 
-    /// Runs `jobs[0]` on `index`'s connection and `jobs[k]` on reader `k`,
-    /// all at once, and returns their rows in job order. `needs_index`:
-    /// the queries read the index's tables, not only the shards. There are
-    /// never more jobs than connections.
+    /// Runs `jobs[k]` on reader `k` and `jobs[0]` on `index`'s connection,
+    /// or on shard 0's reader when there is one and the queries read the
+    /// shards alone, all at once, and returns their rows in job order.
+    /// `needs_index`: the queries read the index's tables, not only the
+    /// shards. There are never more jobs than connections.
     pub fn run<J, T>(
         &self,
         index: &Index,
@@ -139,19 +180,28 @@ impl ShardReaders {
         let Some(first) = jobs.next() else {
             return Ok(Vec::new());
         };
-        let replies: Vec<_> = self
-            .readers
-            .iter()
-            .zip(jobs)
-            .map(|(reader, job)| {
-                let (run, stop) = (run.clone(), self.stop.clone());
-                reader.run(needs_index, move |conn| {
-                    let _watching = stop.watch(conn);
-                    run(conn, &job)
-                })
+        let send = |reader: &ShardReader, job: J| {
+            let (run, stop) = (run.clone(), self.stop.clone());
+            reader.run(needs_index, move |conn| {
+                let _watching = stop.watch(conn);
+                run(conn, &job)
             })
-            .collect();
-        let mut rows = run(index.connection(), &first)?;
+        };
+        // Shard 0's job on its reader, or kept for the index's connection.
+        let (here, mut replies) = match self.shard0.as_ref().filter(|_| !needs_index) {
+            Some(reader) => (None, vec![send(reader, first)]),
+            None => (Some(first), Vec::new()),
+        };
+        replies.extend(
+            self.readers
+                .iter()
+                .zip(jobs)
+                .map(|(reader, job)| send(reader, job)),
+        );
+        let mut rows = match here {
+            Some(job) => run(index.connection(), &job)?,
+            None => Vec::new(),
+        };
         receive(replies, &mut rows)?;
         Ok(rows)
     }
@@ -164,11 +214,6 @@ pub struct Started<T> {
     params: Vec<SqlValue>,
     /// `None` once taken.
     replies: Option<Vec<Reply<T>>>,
-    /// Shard 0's reader, whose thread ends when this is dropped: not when
-    /// the rows are taken, so that a command about to exit, which leaves
-    /// its connections open (`cmd/search.rs`), does not close this one
-    /// (unmapping its shard) on the other core meanwhile.
-    _shard0: ShardReader,
 }
 
 impl<T> Started<T> {
@@ -200,18 +245,28 @@ type Job = Box<dyn FnOnce(Result<&mut ReaderConnection, &str>) + Send>;
 /// (and closes it) when this is dropped.
 struct ShardReader {
     jobs: mpsc::Sender<Job>,
+    /// The id of the database the shard belongs to (`shard.db_id`), once
+    /// the connection is open; `None` if it could not be opened or read.
+    db_id: Arc<OnceLock<Option<String>>>,
 }
 
 impl ShardReader {
     fn open(db: PathBuf, shard: usize) -> ShardReader {
         let (jobs, queue) = mpsc::channel::<Job>();
-        std::thread::spawn(move || {
+        let db_id = Arc::new(OnceLock::new());
+        let found = Unknown(db_id.clone());
+        // A thread that cannot start drops this closure, and `found` with
+        // it: its jobs then find no one to answer, and its id is `None`.
+        let _ = std::thread::Builder::new().spawn(move || {
             let mut opened = ReaderConnection::open(db, shard).map_err(|err| err.to_string());
+            let _ = found
+                .0
+                .set(opened.as_ref().ok().and_then(|conn| conn.db_id.clone()));
             for job in queue {
                 job(opened.as_mut().map_err(|message| message.as_str()));
             }
         });
-        ShardReader { jobs }
+        ShardReader { jobs, db_id }
     }
 
     /// Runs `query` on the connection's thread (with the index's tables
@@ -239,6 +294,17 @@ impl ShardReader {
     }
 }
 
+/// A reader's `db_id`, set to `None` when dropped unset: a thread that
+/// ends (or panics) before it knows the id, or never starts, leaves
+/// `belong_to` an answer rather than a wait for ever.
+struct Unknown(Arc<OnceLock<Option<String>>>);
+
+impl Drop for Unknown {
+    fn drop(&mut self) {
+        let _ = self.0.set(None);
+    }
+}
+
 /// The connection a `ShardReader`'s thread holds: in memory, with its
 /// shard attached and `rank::FUNCTION`; the index is attached when a query
 /// first needs its tables.
@@ -246,6 +312,8 @@ struct ReaderConnection {
     conn: Connection,
     db: PathBuf,
     index: bool,
+    /// `shard.db_id` of the shard's file.
+    db_id: Option<String>,
 }
 
 impl ReaderConnection {
@@ -261,10 +329,18 @@ impl ReaderConnection {
         // later for some queries, is read a few pages at a time.
         conn.pragma_update(Some(schema.as_str()), "mmap_size", i64::MAX)?;
         rank::register(&conn)?;
+        let db_id = conn
+            .query_row(
+                &format!("SELECT db_id FROM {schema}.shard WHERE shard = ?1"),
+                [shard as i64],
+                |row| row.get(0),
+            )
+            .optional()?;
         Ok(ReaderConnection {
             conn,
             db,
             index: false,
+            db_id,
         })
     }
 

@@ -175,6 +175,35 @@ fn a_stray_shard_file_changes_no_hit() {
     );
 }
 
+/// Shard files of another index (the same sessions, synced elsewhere) are
+/// refused, whichever connection reads them: a ranked search reads every
+/// shard on readers of their own, which must check what the index's
+/// connection checks when it attaches them.
+#[test]
+fn shards_of_another_index_are_refused() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let other = Env::with_fixture("sessions");
+    other.sync();
+    let (ours, theirs) = (shard_paths(&env.db), shard_paths(&other.db));
+    assert_eq!(ours.len(), theirs.len());
+    for query in ["session", "the"] {
+        assert!(!hits(&env, query).is_empty());
+    }
+    // Only the last shard, then every one.
+    for swapped in [ours.len() - 1, 0] {
+        for k in swapped..ours.len() {
+            std::fs::copy(&theirs[k], &ours[k]).expect("copy shard");
+        }
+        for args in [&["search", "session"][..], &["search", "the", "--raw"]] {
+            let out = env.run(args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("piidx sync"), "{args:?}: {stderr}");
+        }
+    }
+}
+
 /// The fixture session with a tool result of 2 MB.
 const LARGE_OUTPUT: &str =
     "--home-user-proj-b--/2026-02-10T14-00-00-000Z_019c47da-1300-74f8-8e3e-8e2ce99f293c.jsonl";

@@ -12,9 +12,11 @@
 //!   the chunks' text (`scan`), newest first.
 //!
 //! Ranking is bm25 (`rank::FUNCTION`) times a per-kind weight, best chunk per
-//! entry. Each shard scores its matches in parallel (the shards after the
-//! first on the store's `ShardReaders`, opened in the background from the
-//! start of the command: `HeadStart`), then `weigh` looks the matches up in
+//! entry. Each shard scores its matches in parallel (on the store's
+//! `ShardReaders`, opened in the background from the start of the command:
+//! `HeadStart`; shard 0 on the index's connection when the search has no
+//! reader for it or its queries need the index's tables, which then
+//! attaches the shards), then `weigh` looks the matches up in
 //! bm25 order until the top `limit` entries are settled. A very common word
 //! is ranked (or sorted by time) among its newest matches first, and among
 //! more only when those hold too few hits: `stage` lists these attempts and
@@ -241,8 +243,8 @@ impl From<ShardReadError> for SearchError {
 }
 
 /// What a search starts from the beginning of the command, while the index
-/// opens: the shards' readers (`ShardReaders`) and, for a ranked word
-/// search, its first scoring queries (the window, no session restriction),
+/// opens: the shards' readers (`ShardReaders`; shard 0's too for a ranked
+/// search) and, for a ranked word search, its first scoring queries (the window, no session restriction),
 /// which need only the query and the shard files; scoring was most of the
 /// time after opening. `search` takes their rows when its first queries
 /// are these, and drops them otherwise (when the index records another
@@ -267,6 +269,10 @@ impl HeadStart {
         };
         let mut readers = ShardReaders::open(db);
         readers.set_stop(options.stop.bounded(SEARCH_BUDGET));
+        // A ranked search reads shard 0 on a reader too (`search_within`).
+        if options.sort == Sort::Rank {
+            readers.open_shard0(db);
+        }
         let scoring = (options.sort == Sort::Rank && !options.raw).then(|| {
             let shards = readers.connections();
             let window = rank_window(shards);
@@ -350,14 +356,6 @@ fn search_within(
     options: &SearchOptions,
     plan: Plan,
 ) -> Result<Vec<Hit>, SearchError> {
-    let conn = store.connection();
-    let shards = match &plan {
-        Plan::Fts { .. } | Plan::Scan { unspaced: true, .. } => store.attach_fts()?,
-        Plan::Scan { .. } => Vec::new(),
-    };
-    if matches!(plan, Plan::Fts { .. }) {
-        rank::register(conn)?;
-    }
     // A ranked query binds the MATCH expression as ?1 and the row limit as
     // ?2, so its filters start at ?3; a scan binds only the filters.
     let first_filter = match &plan {
@@ -365,11 +363,47 @@ fn search_within(
         Plan::Scan { .. } => 1,
     };
     let filters = Filters::build(options, first_filter)?;
+    let shards = match &plan {
+        Plan::Fts { .. } if options.sort == Sort::Rank && filters.fts_restriction().is_empty() => {
+            readers_alone(store, head)?
+        }
+        Plan::Fts { .. } => attach_ranked(store)?,
+        Plan::Scan { unspaced: true, .. } => store.attach_fts()?,
+        Plan::Scan { .. } => Vec::new(),
+    };
     // The rest reads one snapshot (ATTACH is not allowed in a transaction).
     // Each statement on its own began and ended a read transaction of its
     // own, with a lock and an unlock of every file it read (`fcntl`) and a
     // look at the WAL index: ~30 statements and blob reads a search.
     store.in_snapshot(|store| search_attached(store, head, options, &plan, &filters, &shards))
+}
+
+/// The shards' schema names for a ranked search without session filters,
+/// whose queries of the shards alone all run on the readers (shard 0's
+/// too): the index's connection then attaches no shard, which cost ~0.3
+/// ms of its thread (ATTACH, each shard's schema, the checks). The readers'
+/// files must be the index's shards, as `attach_fts` checks; if one is not
+/// (or could not be opened), the readers and their rows are dropped and
+/// the shards attached after all, with `attach_fts`'s errors. Without a
+/// reader of shard 0 (a front-end's next search), they are attached too.
+fn readers_alone(store: &Index, head: &mut HeadStart) -> Result<Vec<String>, SearchError> {
+    if head.readers.has_shard0() {
+        if let Some(config) = store.shard_config()? {
+            head.readers.fit(store, config.shards);
+            if head.readers.belong_to(&config.db_id) {
+                return Ok((0..config.shards).map(shard_schema).collect());
+            }
+        }
+        *head = HeadStart::default();
+    }
+    attach_ranked(store)
+}
+
+/// The shards attached to the index's connection, with the ranking function.
+fn attach_ranked(store: &Index) -> Result<Vec<String>, SearchError> {
+    let shards = store.attach_fts()?;
+    rank::register(store.connection())?;
+    Ok(shards)
 }
 
 /// `search_within` once the shards are attached, in one read transaction.
