@@ -33,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0019_agents.sql"),
     include_str!("../../migrations/0020_tool_outputs.sql"),
     include_str!("../../migrations/0021_views_anywhere.sql"),
+    include_str!("../../migrations/0022_push_signatures.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

@@ -269,6 +269,12 @@ fn undo(migration: usize) -> String {
     let copies = include_str!("../../migrations/0009_copies.sql");
     let exact = include_str!("../../migrations/0018_exact_lines.sql");
     match migration {
+        // Push signatures from indexes alone (0022_push_signatures.sql).
+        22 => "DROP INDEX usage_records_file;
+               CREATE INDEX usage_records_file ON usage_records(file_id);
+               DROP INDEX tool_call_meta_call;
+               CREATE INDEX tool_call_meta_call ON tool_call_meta(file_id, call_id);"
+            .to_owned(),
         // The core views readable anywhere (0021_views_anywhere.sql): back to
         // 0017's and 0018's inflating ones.
         21 => format!(
