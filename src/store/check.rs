@@ -112,35 +112,11 @@ impl Writer {
             return Ok(Vec::new());
         }
         self.fill_checked_paths(paths)?;
-        self.missing_tool_outputs_where("AND f.path IN (SELECT path FROM temp.checked_paths)")
+        self.missing_tool_outputs_where(CHECKED_PATHS_ONLY)
     }
 
-    /// The joins run in the order written (`CROSS JOIN`): from omp's
-    /// sessions (and the paths checked) to their tool results. Left to
-    /// itself, SQLite started from every tool result of every agent
-    /// (`message_meta_role`), reading each one's entry, so that every sync
-    /// paid for the whole index: 40,000 page reads, nine tenths of a
-    /// one-line append's time on a 1 GB corpus.
     fn missing_tool_outputs_where(&self, only: &str) -> Result<Vec<(String, i64, String)>> {
-        let sql = format!(
-            "SELECT x.path, x.line_no, x.id
-               FROM (SELECT f.path, e.line_no,
-                            CASE WHEN json_valid(e.raw) THEN CAST(json_extract(e.raw,
-                              '$.message.details.meta.truncation.artifactId') AS TEXT) END AS id
-                       FROM sessions s
-                       CROSS JOIN files f ON f.file_id = s.file_id
-                       CROSS JOIN message_meta mm ON mm.file_id = s.file_id AND mm.role = 'toolResult'
-                       CROSS JOIN entries e ON e.entry_rowid = mm.entry_rowid
-                      WHERE s.agent = 'omp' {only}) x
-              WHERE x.id IS NOT NULL
-                AND NOT EXISTS (
-                    SELECT 1 FROM subagent_artifacts a
-                     WHERE a.kind = 'tool_output' AND a.base = x.id
-                       AND (a.session_path = x.path
-                            OR (x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
-                                AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0')))
-              ORDER BY x.path, x.line_no"
-        );
+        let sql = missing_tool_outputs_sql(only);
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
         let rows = stmt
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
@@ -275,5 +251,66 @@ impl Writer {
         self.conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .map_err(self.err())
+    }
+}
+
+/// `missing_tool_outputs_where`'s filter for the paths in `temp.checked_paths`.
+const CHECKED_PATHS_ONLY: &str = "AND f.path IN (SELECT path FROM temp.checked_paths)";
+
+/// The query of `missing_tool_outputs_where`. Its joins run in the order
+/// written (`CROSS JOIN`): from omp's sessions (and the paths checked) to
+/// their tool results. Left to itself, SQLite started from every tool
+/// result of every agent (`message_meta_role`), reading each one's entry,
+/// so that every sync paid for the whole index: 40,000 page reads, nine
+/// tenths of a one-line append's time on a 1 GB corpus.
+fn missing_tool_outputs_sql(only: &str) -> String {
+    format!(
+        "SELECT x.path, x.line_no, x.id
+           FROM (SELECT f.path, e.line_no,
+                        CASE WHEN json_valid(e.raw) THEN CAST(json_extract(e.raw,
+                          '$.message.details.meta.truncation.artifactId') AS TEXT) END AS id
+                   FROM sessions s
+                   CROSS JOIN files f ON f.file_id = s.file_id
+                   CROSS JOIN message_meta mm ON mm.file_id = s.file_id AND mm.role = 'toolResult'
+                   CROSS JOIN entries e ON e.entry_rowid = mm.entry_rowid
+                  WHERE s.agent = 'omp' {only}) x
+          WHERE x.id IS NOT NULL
+            AND NOT EXISTS (
+                SELECT 1 FROM subagent_artifacts a
+                 WHERE a.kind = 'tool_output' AND a.base = x.id
+                   AND (a.session_path = x.path
+                        OR (x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+                            AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0')))
+          ORDER BY x.path, x.line_no"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sync checks the files it read, of omp's sessions alone: the
+    /// query's first loop is over omp's sessions, not over every tool
+    /// result of the index (which made a one-line append read it whole).
+    #[test]
+    fn the_missing_outputs_check_starts_from_omps_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        writer.fill_checked_paths(&["a.jsonl".to_owned()]).unwrap();
+        let sql = format!(
+            "EXPLAIN QUERY PLAN {}",
+            missing_tool_outputs_sql(CHECKED_PATHS_ONLY)
+        );
+        let mut stmt = writer.conn.prepare(&sql).unwrap();
+        let plan: Vec<String> = stmt
+            .query_map([], |row| row.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let first = plan
+            .iter()
+            .find(|line| line.starts_with("SEARCH") || line.starts_with("SCAN"))
+            .unwrap();
+        assert!(first.contains("sessions_agent"), "{plan:#?}");
     }
 }
