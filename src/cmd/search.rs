@@ -27,7 +27,7 @@ pub struct Args {
     /// Print CSV with a header row
     #[arg(long)]
     pub csv: bool,
-    /// With --pg the team store's user and assistant messages are searched (ts_rank_cd, ts_headline); --raw passes a PostgreSQL tsquery
+    /// With --pg the team store's word index is searched (bm25, as the index ranks); --raw takes a tsquery of its lexemes
     #[command(flatten)]
     pub pg: PgArgs,
 }

@@ -90,7 +90,9 @@ impl QueryError {
             QueryError::TeamSearch(err) => {
                 use super::pg::search::PgSearchError;
                 match err {
-                    PgSearchError::Empty(_) | PgSearchError::Unsupported(_) => Class::Caller,
+                    PgSearchError::Empty(_)
+                    | PgSearchError::Unsupported(_)
+                    | PgSearchError::Query(_) => Class::Caller,
                     PgSearchError::Filter(err) if err.is_callers() => Class::Caller,
                     _ => Class::Internal,
                 }

@@ -55,6 +55,7 @@ pub use syntax::as_you_type;
 /// own: every search is bounded, whichever front-end asks.
 pub const SEARCH_BUDGET: Duration = Duration::from_secs(10);
 use stage::{Stage1, rank_window};
+pub(crate) use weigh::kind_weight;
 use weigh::rank_sql;
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.

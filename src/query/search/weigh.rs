@@ -19,6 +19,16 @@ pub(super) const KIND_WEIGHTS: &str =
     "CASE c.kind WHEN 'user' THEN 1.0 WHEN 'assistant' THEN 1.0 WHEN 'summary' THEN 1.0
      WHEN 'tool_result' THEN 0.5 ELSE 0.7 END";
 
+/// `KIND_WEIGHTS` for one kind, for the team store's search, which ranks
+/// in the client.
+pub(crate) fn kind_weight(kind: &str) -> f64 {
+    match kind {
+        "user" | "assistant" | "summary" => 1.0,
+        "tool_result" => 0.5,
+        _ => 0.7,
+    }
+}
+
 /// A stage-1 row: a matching chunk, its score and timestamp.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ranked {
@@ -223,6 +233,29 @@ fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_weight_is_the_sqls() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for kind in [
+            "user",
+            "assistant",
+            "summary",
+            "tool_result",
+            "bash",
+            "thinking",
+            "x",
+        ] {
+            let sql: f64 = conn
+                .query_row(
+                    &format!("SELECT {KIND_WEIGHTS} FROM (SELECT ?1 AS kind) c"),
+                    [kind],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            assert_eq!(sql, kind_weight(kind), "{kind}");
+        }
+    }
 
     #[test]
     fn matches_sorted_in_steps_are_in_the_full_order() {

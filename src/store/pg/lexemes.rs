@@ -1,26 +1,23 @@
-//! The team store's word index, made by the client: each text's `tsvector`
-//! holds the tokens of SQLite's own FTS5 tokenizers, the ones the index's
-//! full-text shards use (`unicode61 remove_diacritics 2` for words, and for
-//! texts with unspaced scripts, CJK & co., `trigram` too), so `search --pg`
-//! finds what the index finds by construction, and PostgreSQL only reads
-//! the finished `tsvector` (its `tsvectorin` is far cheaper than
-//! `to_tsvector`'s parser and dictionary, which made the push run at
-//! ~9 MB/s per backend).
+//! The team store's words, made by the client: each text's lexemes are the
+//! tokens of SQLite's own FTS5 tokenizers, the ones the index's full-text
+//! shards use (`unicode61 remove_diacritics 2` for words, and for texts
+//! with unspaced scripts, CJK & co., `trigram` too), so `search --pg` finds
+//! what the index finds by construction. They go into the store's word
+//! index (`words`), and `search --pg` splits a query with the same
+//! tokenizers.
 //!
 //! The tokenizers are FTS5's, called through its C API (`fts5_api`,
 //! `xFindTokenizer`) on a private in-memory connection of the bundled
 //! SQLite: the same code and Unicode tables that index the shards, with no
 //! copy of them to keep in step.
 //!
-//! A `tsvector` literal lists each lexeme once, sorted bytewise (the order
-//! PostgreSQL keeps them in, so its sort finds them sorted), with its
-//! positions, ascending. PostgreSQL's limits are applied here as its own
-//! `to_tsvector` applies them: positions above 16,383 count as 16,383, at
-//! most 256 positions per lexeme, and words over 2,046 bytes are left out.
-//! Trigram lexemes start with `TRIGRAM_MARK`, which no word token holds,
-//! and the last one or two characters of a text are kept as shorter
-//! "trigrams", so a one- or two-character term is a prefix query
-//! (`'#桜餅':*`) that finds every place it occurs.
+//! A text's lexemes come each once, sorted bytewise, with their positions
+//! (token numbers from 0; words and trigrams are numbered apart). Words
+//! over 2,046 bytes are left out (a `words` row is keyed by its first
+//! lexeme, and a b-tree key must fit in a page). Trigram lexemes start with
+//! `TRIGRAM_MARK`, which no word token holds, and the last one or two
+//! characters of a text are kept as shorter "trigrams", so a one- or
+//! two-character term is a prefix query that finds every place it occurs.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
@@ -30,11 +27,7 @@ use rusqlite::ffi;
 /// What starts a trigram lexeme: not a token character of unicode61, so no
 /// word is ever one.
 pub const TRIGRAM_MARK: char = '#';
-/// PostgreSQL's largest position (`MAXENTRYPOS - 1`).
-const MAX_POS: u32 = 16_383;
-/// PostgreSQL's most positions per lexeme (`MAXNUMPOS`).
-const MAX_POSITIONS: usize = 256;
-/// PostgreSQL's longest lexeme in bytes (`MAXSTRLEN`).
+/// The longest lexeme kept, in bytes.
 const MAX_LEXEME: usize = 2_046;
 
 #[derive(Debug, thiserror::Error)]
@@ -103,26 +96,27 @@ impl Tokenizers {
         })
     }
 
-    /// The `tsvector` literal of `text` (see the module doc), appended to
-    /// `out`; `scratch` is reused between calls.
-    pub fn tsvector(
+    /// The lexemes of `text` (see the module doc), each once, sorted
+    /// bytewise, with its positions, ascending; `scratch` is reused between
+    /// calls. Returns the number of word tokens.
+    pub fn lexemes(
         &self,
         text: &str,
         scratch: &mut Scratch,
-        out: &mut String,
-    ) -> Result<(), LexemeError> {
+        mut each: impl FnMut(&str, &[u32]),
+    ) -> Result<u32, LexemeError> {
         scratch.clear();
-        let mut pos = 0u32;
+        let mut words = 0u32;
         self.words(text, |token| {
-            pos += 1;
-            scratch.push(token, pos);
+            scratch.push(token, words);
+            words += 1;
         })?;
         if crate::normalize::has_unspaced_script(text) {
             let mut pos = 0u32;
             let mut last = String::new();
             self.trigrams(text, |token| {
-                pos += 1;
                 scratch.push(token, pos);
+                pos += 1;
                 last.clear();
                 last.push_str(token);
             })?;
@@ -130,25 +124,27 @@ impl Tokenizers {
                 // Under three characters: no trigram, the text is its own
                 // (folded as the trigram tokenizer folds: lower case).
                 last = format!("{TRIGRAM_MARK}{}", text.to_lowercase());
-                scratch.push(&last, 1);
+                scratch.push(&last, 0);
+                pos = 1;
             }
             // The text's last one and two characters, for shorter terms.
             for (at, _) in last.char_indices().skip(2) {
                 let short = format!("{TRIGRAM_MARK}{}", &last[at..]);
-                scratch.push(&short, pos.max(1));
+                scratch.push(&short, pos - 1);
             }
         }
-        scratch.write(out);
-        Ok(())
+        scratch.each(&mut each);
+        Ok(words)
     }
 }
 
-/// The tokens of one text while its `tsvector` is made: every token's
+/// The tokens of one text while its lexemes are gathered: every token's
 /// bytes in one buffer, with (start, length, position) triples.
 #[derive(Default)]
 pub struct Scratch {
     bytes: Vec<u8>,
     tokens: Vec<(u32, u32, u32)>,
+    positions: Vec<u32>,
 }
 
 impl Scratch {
@@ -163,67 +159,36 @@ impl Scratch {
         }
         let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(token.as_bytes());
-        self.tokens
-            .push((start, token.len() as u32, pos.min(MAX_POS)));
+        self.tokens.push((start, token.len() as u32, pos));
     }
 
-    fn token(&self, (start, len, _): (u32, u32, u32)) -> &[u8] {
-        &self.bytes[start as usize..(start + len) as usize]
-    }
-
-    /// `'lexeme':1,5 'other':2 …`, sorted as PostgreSQL sorts lexemes
-    /// (bytewise, a prefix first) and positions.
-    fn write(&mut self, out: &mut String) {
+    /// Each lexeme once, sorted bytewise, with its positions (ascending,
+    /// each once).
+    fn each(&mut self, each: &mut impl FnMut(&str, &[u32])) {
         let mut tokens = std::mem::take(&mut self.tokens);
-        tokens.sort_unstable_by(|a, b| self.token(*a).cmp(self.token(*b)).then(a.2.cmp(&b.2)));
+        let mut positions = std::mem::take(&mut self.positions);
+        let bytes = &self.bytes;
+        let token =
+            |(start, len, _): (u32, u32, u32)| &bytes[start as usize..(start + len) as usize];
+        tokens.sort_unstable_by(|a, b| token(*a).cmp(token(*b)).then(a.2.cmp(&b.2)));
         let mut i = 0;
-        let mut first = true;
         while i < tokens.len() {
-            let lexeme = self.token(tokens[i]);
-            if !first {
-                out.push(' ');
-            }
-            first = false;
-            out.push('\'');
-            // Tokens are whole UTF-8 strings (FTS5 cuts at characters).
-            for c in String::from_utf8_lossy(lexeme).chars() {
-                if c == '\'' || c == '\\' {
-                    out.push(c);
-                }
-                out.push(c);
-            }
-            out.push('\'');
-            let mut sep = ':';
-            let mut last = 0;
-            let mut kept = 0;
-            while i < tokens.len() && self.token(tokens[i]) == lexeme {
-                let pos = tokens[i].2;
-                if pos != last && kept < MAX_POSITIONS {
-                    out.push(sep);
-                    out.push_str(itoa(pos, &mut [0u8; 10]));
-                    sep = ',';
-                    last = pos;
-                    kept += 1;
+            let lexeme = token(tokens[i]);
+            positions.clear();
+            while i < tokens.len() && token(tokens[i]) == lexeme {
+                if positions.last() != Some(&tokens[i].2) {
+                    positions.push(tokens[i].2);
                 }
                 i += 1;
             }
+            // Tokens are whole UTF-8 strings (FTS5 cuts at characters).
+            if let Ok(lexeme) = std::str::from_utf8(lexeme) {
+                each(lexeme, &positions);
+            }
         }
+        self.positions = positions;
         self.tokens = tokens;
     }
-}
-
-/// `n` in decimal, without allocating.
-fn itoa(mut n: u32, buf: &mut [u8; 10]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&buf[at..]).unwrap_or("0")
 }
 
 /// FTS5's API of connection `db` (`SELECT fts5(?1)` with a pointer, as
@@ -353,25 +318,31 @@ fn tokenize(
 mod tests {
     use super::*;
 
-    fn tsv(text: &str) -> String {
+    fn lexemes(text: &str) -> String {
         let tokenizers = Tokenizers::new().unwrap();
-        let mut out = String::new();
-        tokenizers
-            .tsvector(text, &mut Scratch::default(), &mut out)
+        let mut out = Vec::new();
+        let words = tokenizers
+            .lexemes(text, &mut Scratch::default(), |lexeme, positions| {
+                out.push(format!("{lexeme}:{positions:?}"))
+            })
             .unwrap();
-        out
+        format!("{words} {}", out.join(" "))
     }
 
     #[test]
     fn words_are_unicode61s() {
         assert_eq!(
-            tsv("Cargo.toml: Café it's café"),
-            "'cafe':3,6 'cargo':1 'it':4 's':5 'toml':2"
+            lexemes("Cargo.toml: Café it's café"),
+            "6 cafe:[2, 5] cargo:[0] it:[3] s:[4] toml:[1]"
         );
     }
 
     #[test]
     fn unspaced_scripts_get_trigrams_and_the_last_shorter_ones() {
-        assert_eq!(tsv("桜餅テ"), "'#テ':1 '#桜餅テ':1 '#餅テ':1 '桜餅テ':1");
+        assert_eq!(
+            lexemes("桜餅テ"),
+            "1 #テ:[0] #桜餅テ:[0] #餅テ:[0] 桜餅テ:[0]"
+        );
+        assert_eq!(lexemes("桜餅"), "1 #桜餅:[0] #餅:[0] 桜餅:[0]");
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod lexemes;
 mod push;
+pub mod words;
 
 pub use push::{PushReport, push};
 
@@ -18,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../pg-migrations/0001_init.sql"),
     include_str!("../../../pg-migrations/0002_lz4_texts.sql"),
     include_str!("../../../pg-migrations/0003_client_lexemes.sql"),
+    include_str!("../../../pg-migrations/0004_word_blocks.sql"),
 ];
 
 /// The schema version this build writes and reads.

@@ -4,8 +4,9 @@
 //! A session file is the unit. The store's `push_files` says which version
 //! (signature) of each of this machine's files it holds, and up to which
 //! entry; files whose signature differs are sent a batch of files per
-//! transaction: their old rows deleted, the new ones loaded with `COPY`,
-//! and their `push_files` rows written, all committed together. A file
+//! transaction: their old rows deleted, the new ones loaded with `COPY`
+//! with the word index of their texts (`words`, made here), and their
+//! `push_files` rows written, all committed together. A file
 //! that only grew since (appended lines) keeps its entries' rows in the
 //! store and gets its newer entries; its other rows (the session's counts,
 //! tool calls whose results came later, usage and runs) are replaced. So a push killed at
@@ -22,10 +23,13 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Instant;
 
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::Type;
 use rusqlite::types::ValueRef;
 use serde::Serialize;
 
 use super::lexemes::{Scratch, Tokenizers};
+use super::words::{BatchWords, Block};
 use super::{PUSH_LOCK, Pg, PgError};
 use crate::fault;
 use crate::store::{PushFile, PushTable, Writer};
@@ -53,9 +57,6 @@ pub struct PushReport {
 /// tests): large enough that commits cost little, small enough that a
 /// killed push loses little.
 const BATCH_BYTES: u64 = 32 << 20;
-/// The GIN pending list's size before a merge (and the memory each merge
-/// may use), for this connection only.
-const GIN_PENDING: &str = "128MB";
 /// Files per transaction at most.
 const BATCH_FILES: usize = 2000;
 
@@ -90,18 +91,6 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     // rows), and the next push sends those files again.
     pg.client
         .batch_execute("SET synchronous_commit = off")
-        .map_err(err)?;
-    // The GIN index's new entries gather in its pending list and are
-    // merged into the tree in bulk (each key once per merge, its texts
-    // sorted) whenever the list outgrows `gin_pending_list_limit`: the
-    // default 4 MB made a first push merge about a hundred times. The list is
-    // merged at the end of the push (`clean_pending`), as a search reads
-    // it whole.
-    pg.client
-        .batch_execute(&format!(
-            "SET gin_pending_list_limit = '{GIN_PENDING}'; SET work_mem = '{GIN_PENDING}';
-             SET maintenance_work_mem = '{GIN_PENDING}'"
-        ))
         .map_err(err)?;
     let mut report = PushReport {
         machine: machine.name.clone(),
@@ -173,8 +162,6 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     let batch_bytes = fault::batch_bytes(BATCH_BYTES);
     let mut rest = changed.as_slice();
     let mut buf = Vec::with_capacity(1 << 17);
-    let tokenizers = Tokenizers::new().map_err(PgError::Lexemes)?;
-    let (mut scratch, mut tsv) = (Scratch::default(), String::new());
     while !rest.is_empty() {
         let mut take = 0;
         let mut bytes = 0u64;
@@ -193,44 +180,43 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         };
 
         let mut tx = pg.client.transaction().map_err(err)?;
+        let batch_id: i64 = tx
+            .query_one("SELECT nextval('word_batch_ids')", &[])
+            .map_err(err)?
+            .try_get(0)
+            .map_err(err)?;
+        let mut batch_words = BatchWords::default();
         // Files sent whole lose all their rows; files that grew keep their
         // entries' rows, which the new ones follow.
         delete_files(&mut tx, src, &whole, |_| true).map_err(err)?;
         delete_files(&mut tx, src, &grew, |table| !table.appends()).map_err(err)?;
         for table in PushTable::ALL {
-            // Texts carry their word index, made here (`lexemes`).
+            // Texts carry their batch and number of words; their words go
+            // to the word index (`words`).
             let words = table == PushTable::Texts;
             let sql = format!(
                 "COPY {} (src, {}{}) FROM STDIN",
                 table.name(),
                 table.columns(),
-                if words { ", tsv" } else { "" }
+                if words { ", batch, words" } else { "" }
             );
             let mut copy = LazyCopy::new(&mut tx, sql, &target);
+            if words {
+                batch_words = copy_texts(
+                    writer,
+                    batch,
+                    &machine.name,
+                    (src, batch_id),
+                    &mut copy,
+                    &mut report.rows_sent,
+                )?;
+                copy.finish()?;
+                continue;
+            }
             for (file, after) in batch {
                 let after = if table.appends() { *after } else { 0 };
                 writer.push_rows(table, file.file_id, &machine.name, after, |values| {
-                    match values.split_last() {
-                        // A text without words in the index is not sent
-                        // (its body is empty or none).
-                        Some((ValueRef::Text(b"") | ValueRef::Null, _)) if words => {
-                            return Ok(());
-                        }
-                        Some((ValueRef::Text(text), head)) if words => {
-                            // The text is decoded once, for COPY and its words.
-                            let text = String::from_utf8_lossy(text);
-                            encode_row(&mut buf, src, head);
-                            buf.push(b'\t');
-                            escape_text(&mut buf, &text);
-                            tsv.clear();
-                            tokenizers
-                                .tsvector(&text, &mut scratch, &mut tsv)
-                                .map_err(PgError::Lexemes)?;
-                            buf.push(b'\t');
-                            escape_text(&mut buf, &tsv);
-                        }
-                        _ => encode_row(&mut buf, src, values),
-                    }
+                    encode_row(&mut buf, src, values);
                     buf.push(b'\n');
                     report.rows_sent += 1;
                     if buf.len() >= 1 << 16 {
@@ -244,6 +230,7 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
             copy.finish()?;
             buf.clear();
         }
+        write_words(&mut tx, src, batch_id, batch_words).map_err(err)?;
         let sigs: Vec<&str> = batch.iter().map(|(file, _)| file.sig.as_str()).collect();
         let bases: Vec<&str> = batch.iter().map(|(file, _)| file.base.as_str()).collect();
         let max_rowids: Vec<i64> = batch.iter().map(|(file, _)| file.max_rowid).collect();
@@ -272,9 +259,7 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     }
 
     if report.batches > 0 {
-        pg.client
-            .execute("SELECT gin_clean_pending_list('texts_tsv'::regclass)", &[])
-            .map_err(err)?;
+        merge_small_batches(&mut pg.client, src).map_err(err)?;
     }
     pg.client
         .execute(
@@ -287,6 +272,253 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
         .map_err(err)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Sends a batch's texts through `copy` (texts without words in the index,
+/// whose body is empty or none, are not sent), and makes their word index.
+/// A second thread makes the words and the texts' COPY lines (which carry
+/// their number of words) while this one reads the index, so each takes
+/// a core. `batch`: (src, batch id).
+fn copy_texts(
+    writer: &Writer,
+    files: &[(&PushFile, i64)],
+    machine: &str,
+    (src, batch): (i32, i64),
+    copy: &mut LazyCopy<'_, '_>,
+    rows: &mut u64,
+) -> Result<BatchWords, PgError> {
+    std::thread::scope(|scope| {
+        // Texts to the words' thread (bounded: the index is read no further
+        // ahead than that), COPY lines back (unbounded: it never waits).
+        let (to_words, texts) = std::sync::mpsc::sync_channel::<(Vec<u8>, i64, String)>(1024);
+        let (to_copy, lines) = std::sync::mpsc::channel::<Vec<u8>>();
+        let worker = scope.spawn(move || -> Result<BatchWords, PgError> {
+            let tokenizers = Tokenizers::new()?;
+            let mut scratch = Scratch::default();
+            let mut words = BatchWords::default();
+            let mut out = Vec::with_capacity(1 << 17);
+            for (head, chunk_id, text) in texts {
+                out.extend_from_slice(&head);
+                out.push(b'\t');
+                escape_text(&mut out, &text);
+                let tokens = tokenizers.lexemes(&text, &mut scratch, |lexeme, positions| {
+                    words.add(lexeme, chunk_id, 0, positions)
+                })?;
+                words.chunks += 1;
+                words.tokens += i64::from(tokens);
+                out.extend_from_slice(format!("\t{batch}\t{tokens}\n").as_bytes());
+                if out.len() >= 1 << 16 && to_copy.send(std::mem::take(&mut out)).is_err() {
+                    break;
+                }
+            }
+            // A closed channel means the reading thread failed: its error is
+            // the one told.
+            let _ = to_copy.send(out);
+            Ok(words)
+        });
+        for (file, after) in files {
+            writer.push_rows(PushTable::Texts, file.file_id, machine, *after, |values| {
+                let Some((ValueRef::Text(text), head)) = values.split_last() else {
+                    return Ok(());
+                };
+                let Some(ValueRef::Integer(chunk_id)) = head.first() else {
+                    return Ok(());
+                };
+                if text.is_empty() {
+                    return Ok(());
+                }
+                let mut line = Vec::with_capacity(256);
+                encode_row(&mut line, src, head);
+                let text = String::from_utf8_lossy(text).into_owned();
+                if to_words.send((line, *chunk_id, text)).is_err() {
+                    // The words' thread failed: its error is told below.
+                    return Ok(());
+                }
+                *rows += 1;
+                while let Ok(bytes) = lines.try_recv() {
+                    copy.write(&bytes)?;
+                }
+                Ok::<(), PgError>(())
+            })?;
+        }
+        drop(to_words);
+        for bytes in lines.iter() {
+            copy.write(&bytes)?;
+        }
+        worker.join().map_err(|_| PgError::Copy {
+            url: copy.url.to_owned(),
+            source: std::io::Error::other("the thread making the word index panicked"),
+        })?
+    })
+}
+
+/// Writes a batch's word index: its blocks (`words`, binary COPY: the
+/// server parses no text for them) and its `word_batches` row.
+fn write_words(
+    tx: &mut postgres::Transaction<'_>,
+    src: i32,
+    batch: i64,
+    words: BatchWords,
+) -> Result<(), postgres::Error> {
+    if words.is_empty() {
+        return Ok(());
+    }
+    let (chunks, tokens) = (words.chunks, words.tokens);
+    let (blocks, bytes) = words.into_blocks();
+    let copy = tx.copy_in(
+        "COPY words (src, batch, first, lexemes, list_ends, lists, position_ends, positions)
+         FROM STDIN (FORMAT binary)",
+    )?;
+    let mut rows = BinaryCopyInWriter::new(
+        copy,
+        &[
+            Type::INT4,
+            Type::INT8,
+            Type::TEXT,
+            Type::TEXT_ARRAY,
+            Type::INT4_ARRAY,
+            Type::BYTEA,
+            Type::INT4_ARRAY,
+            Type::BYTEA,
+        ],
+    );
+    for block in &blocks {
+        rows.write(&[
+            &src,
+            &batch,
+            &block.first(),
+            &block.lexemes,
+            &block.list_ends,
+            &block.lists,
+            &block.position_ends,
+            &block.positions,
+        ])?;
+    }
+    rows.finish()?;
+    tx.execute(
+        "INSERT INTO word_batches(src, batch, chunks, tokens, bytes) VALUES ($1, $2, $3, $4, $5)",
+        &[&src, &batch, &chunks, &tokens, &(bytes as i64)],
+    )?;
+    Ok(())
+}
+
+/// Batches are merged by size tier: under 64 KiB, 512 KiB and 4 MiB of
+/// lists; larger ones (a first push's) are left as they are.
+const TIERS: [i64; 3] = [64 << 10, 512 << 10, 4 << 20];
+/// A tier's batches are merged once it has this many.
+const MERGE_AT: usize = 8;
+
+/// Merges a machine's small batches, LSM-style, so that a word is read in
+/// a bounded number of rows however many pushes there were: whenever a
+/// tier holds `MERGE_AT` batches, they become one, without the postings
+/// that no longer count. Each merge is one transaction.
+fn merge_small_batches(client: &mut postgres::Client, src: i32) -> Result<(), postgres::Error> {
+    loop {
+        let sizes: Vec<(i64, i64)> = client
+            .query(
+                "SELECT batch, bytes FROM word_batches WHERE src = $1 ORDER BY batch",
+                &[&src],
+            )?
+            .iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .collect::<Result<_, postgres::Error>>()?;
+        let tier = |bytes: i64| TIERS.iter().position(|limit| bytes < *limit);
+        let Some(full) = (0..TIERS.len()).find(|t| {
+            sizes
+                .iter()
+                .filter(|(_, bytes)| tier(*bytes) == Some(*t))
+                .count()
+                >= MERGE_AT
+        }) else {
+            return Ok(());
+        };
+        let merged: Vec<i64> = sizes
+            .iter()
+            .filter(|(_, bytes)| tier(*bytes) == Some(full))
+            .map(|(batch, _)| *batch)
+            .collect();
+        merge_batches(client, src, &merged)?;
+    }
+}
+
+/// Merges `batches` of machine `src` into a new one, in one transaction.
+fn merge_batches(
+    client: &mut postgres::Client,
+    src: i32,
+    batches: &[i64],
+) -> Result<(), postgres::Error> {
+    let mut tx = client.transaction()?;
+    let new: i64 = tx
+        .query_one("SELECT nextval('word_batch_ids')", &[])?
+        .try_get(0)?;
+    let rows = tx.query(
+        "SELECT batch, lexemes, list_ends, lists, position_ends, positions
+           FROM words WHERE src = $1 AND batch = ANY($2)",
+        &[&src, &batches],
+    )?;
+    let mut blocks: Vec<(i64, Block)> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let block = Block {
+            lexemes: row.try_get(1)?,
+            list_ends: row.try_get(2)?,
+            lists: row.try_get(3)?,
+            position_ends: row.try_get(4)?,
+            positions: row.try_get(5)?,
+        };
+        blocks.push((row.try_get(0)?, block));
+    }
+    // The chunks still in `texts` with the batch their postings name.
+    let mut chunks: Vec<i64> = blocks
+        .iter()
+        .flat_map(|(batch, block)| {
+            (0..block.lexemes.len()).flat_map(move |i| block.postings(i, *batch))
+        })
+        .filter_map(|p| p.ok().map(|p| p.chunk_id))
+        .collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    // (Merged batches' postings name the batches that wrote their chunks,
+    // not the merged batch.)
+    let mut live: HashMap<(i64, i64), i64> = HashMap::new();
+    for row in tx.query(
+        "SELECT chunk_id, batch, coalesce(words, 0) FROM texts
+          WHERE src = $1 AND chunk_id = ANY($2) AND batch IS NOT NULL",
+        &[&src, &chunks],
+    )? {
+        live.insert(
+            (row.try_get(0)?, row.try_get(1)?),
+            i64::from(row.try_get::<_, i32>(2)?),
+        );
+    }
+    let mut words = BatchWords::default();
+    for (batch, block) in &blocks {
+        for (i, lexeme) in block.lexemes.iter().enumerate() {
+            for posting in block.postings(i, *batch).filter_map(Result::ok) {
+                if !live.contains_key(&(posting.chunk_id, posting.batch)) {
+                    continue;
+                }
+                let positions = posting.positions().unwrap_or_default();
+                words.add(
+                    lexeme,
+                    posting.chunk_id,
+                    (new - posting.batch) as u64,
+                    &positions,
+                );
+            }
+        }
+    }
+    words.chunks = live.len() as i64;
+    words.tokens = live.values().sum();
+    tx.execute(
+        "DELETE FROM words WHERE src = $1 AND batch = ANY($2)",
+        &[&src, &batches],
+    )?;
+    tx.execute(
+        "DELETE FROM word_batches WHERE src = $1 AND batch = ANY($2)",
+        &[&src, &batches],
+    )?;
+    write_words(&mut tx, src, new, words)?;
+    tx.commit()
 }
 
 /// What the store holds of one file (its `push_files` row).

@@ -1,0 +1,405 @@
+//! A `Query` answered from the word index's postings: the chunks that may
+//! match (`Found::candidates`: phrases as their words, nothing under NOT,
+//! any batch), then each one checked exactly once `texts` says which batch
+//! wrote it (`Found::matches`: positions for phrases, NOT), and scored
+//! with bm25 as the index scores (`Found::bm25`).
+
+use super::query::{Expr, Query};
+use crate::store::pg::words::{Malformed, Posting, Postings};
+
+/// A chunk of one machine: (`src`, `chunk_id`).
+pub type Key = (i32, i64);
+
+/// Every term's postings, by chunk.
+pub struct Found<'a> {
+    /// Per term of the query: its postings sorted by chunk (several for a
+    /// chunk when batches listed it more than once, or for a prefix).
+    terms: Vec<Vec<(Key, Posting<'a>)>>,
+    /// Per term, its chunks, sorted.
+    keys: Vec<Vec<Key>>,
+}
+
+/// BM25's constants, as FTS5 sets them (`store::rank`).
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// The collection a score is relative to.
+#[derive(Debug, Clone, Copy)]
+pub struct Collection {
+    pub chunks: f64,
+    pub avg_tokens: f64,
+}
+
+impl<'a> Found<'a> {
+    /// `postings`: (term index, src, a list of the term's lexeme, its
+    /// positions if they were read, its row's batch), as the store returned
+    /// them.
+    pub fn new(
+        terms: usize,
+        postings: impl IntoIterator<Item = (usize, i32, &'a [u8], Option<&'a [u8]>, i64)>,
+    ) -> Result<Found<'a>, Malformed> {
+        let postings: Vec<_> = postings.into_iter().collect();
+        let mut all: Vec<Vec<(Key, Posting<'a>)>> = (0..terms)
+            .map(|term| {
+                // A posting takes 3 bytes or more.
+                let bytes: usize = postings
+                    .iter()
+                    .filter(|p| p.0 == term)
+                    .map(|p| p.2.len())
+                    .sum();
+                Vec::with_capacity(bytes / 3)
+            })
+            .collect();
+        for (term, src, list, positions, batch) in postings {
+            let Some(all) = all.get_mut(term) else {
+                continue;
+            };
+            for posting in Postings::new(list, positions, batch) {
+                let posting = posting?;
+                all.push(((src, posting.chunk_id), posting));
+            }
+        }
+        let keys = all
+            .iter_mut()
+            .map(|postings| {
+                // Each list is in chunk order already: the sort merges them.
+                postings.sort_by_key(|(key, _)| *key);
+                let mut keys: Vec<Key> = postings.iter().map(|(key, _)| *key).collect();
+                keys.dedup();
+                keys
+            })
+            .collect();
+        Ok(Found { terms: all, keys })
+    }
+
+    /// The chunks that may match `expr`, whatever batch wrote them:
+    /// phrases as their words, what is under NOT left out. Sorted.
+    pub fn candidates(&self, expr: &Expr) -> Vec<Key> {
+        match expr {
+            Expr::Phrase(parts) => {
+                let mut sets = parts.iter().map(|(term, _)| self.keys(*term));
+                let first = sets.next().unwrap_or_default().to_vec();
+                sets.fold(first, |a, b| intersect(&a, b))
+            }
+            Expr::And(parts) => {
+                let mut sets = parts.iter().map(|part| self.candidates(part));
+                let first = sets.next().unwrap_or_default();
+                sets.fold(first, |a, b| intersect(&a, &b))
+            }
+            Expr::Or(parts) => {
+                let mut all: Vec<Key> = parts.iter().flat_map(|p| self.candidates(p)).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
+            Expr::Not(left, _) => self.candidates(left),
+            Expr::Nothing => Vec::new(),
+        }
+    }
+
+    /// A term's chunks, sorted.
+    fn keys(&self, term: usize) -> &[Key] {
+        self.keys.get(term).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether chunk `key`, as batch `batch` wrote it, matches `expr`.
+    pub fn matches(&self, expr: &Expr, key: Key, batch: i64) -> Result<bool, Malformed> {
+        Ok(match expr {
+            Expr::Phrase(parts) => self.phrase_hits(parts, key, batch)? > 0,
+            Expr::And(parts) => {
+                for part in parts {
+                    if !self.matches(part, key, batch)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            Expr::Or(parts) => {
+                for part in parts {
+                    if self.matches(part, key, batch)? {
+                        return Ok(true);
+                    }
+                }
+                false
+            }
+            Expr::Not(left, right) => {
+                self.matches(left, key, batch)? && !self.matches(right, key, batch)?
+            }
+            Expr::Nothing => false,
+        })
+    }
+
+    /// Whether chunk `key` may match `expr`, before `texts` says which
+    /// batch wrote it: when all its postings name one batch (nearly
+    /// always), the answer for that batch, which is exact if `texts` agrees
+    /// and else changes nothing (with none of its postings counting, a
+    /// chunk matches nothing); true when they name several.
+    pub fn may_match(&self, expr: &Expr, key: Key) -> Result<bool, Malformed> {
+        let mut batch = None;
+        for term in 0..self.terms.len() {
+            for posting in self.all_postings(term, key) {
+                match batch {
+                    None => batch = Some(posting.batch),
+                    Some(one) if one != posting.batch => return Ok(true),
+                    Some(_) => {}
+                }
+            }
+        }
+        match batch {
+            Some(batch) => self.matches(expr, key, batch),
+            None => Ok(false),
+        }
+    }
+
+    /// The term's postings of the chunk, whichever batch wrote them.
+    fn all_postings(&self, term: usize, key: Key) -> impl Iterator<Item = &Posting<'a>> {
+        let all = self.terms.get(term).map_or(&[][..], Vec::as_slice);
+        let start = all.partition_point(|(k, _)| *k < key);
+        all[start..]
+            .iter()
+            .take_while(move |(k, _)| *k == key)
+            .map(|(_, posting)| posting)
+    }
+
+    /// The term's postings of the chunk as `batch` wrote it.
+    fn postings(&self, term: usize, key: Key, batch: i64) -> impl Iterator<Item = &Posting<'a>> {
+        self.all_postings(term, key)
+            .filter(move |p| p.batch == batch)
+    }
+
+    /// How many times the phrase occurs in the chunk as `batch` wrote it.
+    fn phrase_hits(&self, parts: &[(usize, u32)], key: Key, batch: i64) -> Result<u32, Malformed> {
+        if let [(term, _)] = parts {
+            return Ok(self.postings(*term, key, batch).map(|p| p.count).sum());
+        }
+        // Each part's positions, moved back by its offset: the phrase
+        // starts where all of them have one.
+        let mut starts: Option<Vec<u32>> = None;
+        for (term, offset) in parts {
+            let mut positions = Vec::new();
+            for posting in self.postings(*term, key, batch) {
+                positions.extend(
+                    posting
+                        .positions()?
+                        .into_iter()
+                        .filter_map(|p| p.checked_sub(*offset)),
+                );
+            }
+            positions.sort_unstable();
+            positions.dedup();
+            starts = Some(match starts {
+                None => positions,
+                Some(before) => before
+                    .into_iter()
+                    .filter(|p| positions.binary_search(p).is_ok())
+                    .collect(),
+            });
+            if starts.as_ref().is_some_and(Vec::is_empty) {
+                return Ok(0);
+            }
+        }
+        Ok(starts.map_or(0, |s| s.len() as u32))
+    }
+
+    /// FTS5's bm25 of a matching chunk (negative: lower is better) over
+    /// every phrase of `expr`, a phrase's document frequency being its
+    /// candidates' (`phrase_chunks`); `tokens` is the chunk's.
+    pub fn bm25(
+        &self,
+        phrases: &[(Vec<(usize, u32)>, f64)],
+        key: Key,
+        batch: i64,
+        tokens: f64,
+        collection: Collection,
+    ) -> Result<f64, Malformed> {
+        let norm = K1 * (1.0 - B + B * tokens / collection.avg_tokens.max(1.0));
+        let mut score = 0.0;
+        for (parts, idf) in phrases {
+            let freq = f64::from(self.phrase_hits(parts, key, batch)?);
+            score += idf * (freq * (K1 + 1.0)) / (freq + norm);
+        }
+        Ok(-score)
+    }
+
+    /// Every phrase of `expr` with its idf, as FTS5 computes it from the
+    /// number of chunks that have it (here: its candidates, any batch).
+    pub fn phrases(&self, query: &Query, collection: Collection) -> Vec<(Vec<(usize, u32)>, f64)> {
+        let mut out = Vec::new();
+        each_phrase(&query.expr, &mut |parts| {
+            let hits = match parts {
+                [(term, _)] => self.keys(*term).len(),
+                _ => self.candidates(&Expr::Phrase(parts.to_vec())).len(),
+            } as f64;
+            let idf = ((collection.chunks - hits + 0.5) / (hits + 0.5)).ln();
+            out.push((parts.to_vec(), if idf <= 0.0 { 1e-6 } else { idf }));
+        });
+        out
+    }
+}
+
+fn each_phrase(expr: &Expr, each: &mut impl FnMut(&[(usize, u32)])) {
+    match expr {
+        Expr::Phrase(parts) => each(parts),
+        Expr::And(parts) | Expr::Or(parts) => parts.iter().for_each(|p| each_phrase(p, each)),
+        Expr::Not(left, right) => {
+            each_phrase(left, each);
+            each_phrase(right, each);
+        }
+        Expr::Nothing => {}
+    }
+}
+
+/// The keys in both sorted lists.
+fn intersect(a: &[Key], b: &[Key]) -> Vec<Key> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::pg::words::BatchWords;
+
+    /// Chunks of batch 5 (src 1), one text each, words by position: each
+    /// lexeme with its list and positions.
+    fn store(texts: &[(i64, &str)]) -> Vec<(String, Vec<u8>, Vec<u8>)> {
+        let mut words = BatchWords::default();
+        let mut all: Vec<(String, i64, Vec<u32>)> = Vec::new();
+        for (chunk, text) in texts {
+            for (pos, word) in text.split(' ').enumerate() {
+                match all.iter_mut().find(|(w, c, _)| w == word && c == chunk) {
+                    Some(entry) => entry.2.push(pos as u32),
+                    None => all.push((word.to_owned(), *chunk, vec![pos as u32])),
+                }
+            }
+        }
+        all.sort_by_key(|(_, chunk, _)| *chunk);
+        for (word, chunk, positions) in &all {
+            words.add(word, *chunk, 0, positions);
+        }
+        let (blocks, _) = words.into_blocks();
+        blocks
+            .iter()
+            .flat_map(|b| {
+                b.lexemes.iter().enumerate().map(|(i, lexeme)| {
+                    let (list, positions) = b.get(i).unwrap();
+                    (lexeme.clone(), list.to_vec(), positions.to_vec())
+                })
+            })
+            .collect()
+    }
+
+    fn answer(texts: &[(i64, &str)], tsquery: &str) -> Vec<i64> {
+        let query = Query::parse_raw(tsquery).unwrap();
+        let lists = store(texts);
+        let rows = query.terms.iter().enumerate().flat_map(|(n, term)| {
+            lists
+                .iter()
+                .filter(move |(lexeme, _, _)| {
+                    *lexeme == term.lexeme || (term.prefix && lexeme.starts_with(&term.lexeme))
+                })
+                .map(move |(_, list, positions)| {
+                    (n, 1, list.as_slice(), Some(positions.as_slice()), 5)
+                })
+        });
+        let found = Found::new(query.terms.len(), rows).unwrap();
+        found
+            .candidates(&query.expr)
+            .into_iter()
+            .filter(|key| found.matches(&query.expr, *key, 5).unwrap())
+            .map(|(_, chunk)| chunk)
+            .collect()
+    }
+
+    #[test]
+    fn phrases_negations_and_prefixes_are_checked_exactly() {
+        let texts = [
+            (1, "connection refused by peer"),
+            (2, "refused connection"),
+            (3, "connection was refused"),
+            (4, "retry retrying connection refused"),
+        ];
+        assert_eq!(answer(&texts, "connection <-> refused"), [1, 4]);
+        assert_eq!(answer(&texts, "connection & refused"), [1, 2, 3, 4]);
+        assert_eq!(answer(&texts, "connection <2> refused"), [3]);
+        assert_eq!(answer(&texts, "connection & !peer"), [2, 3, 4]);
+        assert_eq!(answer(&texts, "retr:* <-> connection"), [4]);
+        assert_eq!(answer(&texts, "peer | was"), [1, 3]);
+    }
+
+    #[test]
+    fn a_posting_of_another_batch_does_not_count() {
+        let query = Query::parse_raw("a").unwrap();
+        let lists = store(&[(1, "a")]);
+        let found = Found::new(1, [(0, 1, lists[0].1.as_slice(), None, 5)]).unwrap();
+        assert_eq!(found.candidates(&query.expr), [(1, 1)]);
+        assert!(found.matches(&query.expr, (1, 1), 5).unwrap());
+        assert!(!found.matches(&query.expr, (1, 1), 6).unwrap());
+    }
+
+    #[test]
+    fn may_match_decides_by_the_postings_own_batch_unless_they_differ() {
+        let query = Query::parse_raw("a <-> b").unwrap();
+        let lists = store(&[(1, "a b"), (2, "b a")]);
+        let list = |word: &str| {
+            let (_, list, positions) = lists.iter().find(|(w, _, _)| w == word).unwrap();
+            (list.as_slice(), positions.as_slice())
+        };
+        let (a, a_at) = list("a");
+        let (b, b_at) = list("b");
+        let found = Found::new(2, [(0, 1, a, Some(a_at), 5), (1, 1, b, Some(b_at), 5)]).unwrap();
+        assert!(found.may_match(&query.expr, (1, 1)).unwrap());
+        assert!(
+            !found.may_match(&query.expr, (1, 2)).unwrap(),
+            "not a phrase there"
+        );
+        // Chunk 2 listed again by batch 7 (its postings' batches differ):
+        // only `texts` can tell.
+        let again = store(&[(2, "a b")]);
+        let (a7, a7_at) = (again[0].1.as_slice(), again[0].2.as_slice());
+        let found = Found::new(
+            2,
+            [
+                (0, 1, a, Some(a_at), 5),
+                (1, 1, b, Some(b_at), 5),
+                (0, 1, a7, Some(a7_at), 7),
+            ],
+        )
+        .unwrap();
+        assert!(found.may_match(&query.expr, (1, 2)).unwrap());
+    }
+
+    #[test]
+    fn bm25_rewards_frequency_and_rarity() {
+        let query = Query::parse_raw("a | b").unwrap();
+        let lists = store(&[(1, "a a a x"), (2, "a x x x"), (3, "b x x x")]);
+        let rows = lists.iter().filter_map(|(lexeme, list, _)| {
+            let n = query.terms.iter().position(|t| t.lexeme == *lexeme)?;
+            Some((n, 1, list.as_slice(), None, 5))
+        });
+        let found = Found::new(2, rows).unwrap();
+        let collection = Collection {
+            chunks: 3.0,
+            avg_tokens: 4.0,
+        };
+        let phrases = found.phrases(&query, collection);
+        let score = |chunk| {
+            found
+                .bm25(&phrases, (1, chunk), 5, 4.0, collection)
+                .unwrap()
+        };
+        assert!(score(1) < score(2), "more occurrences score better");
+        assert!(score(3) < score(2), "a rarer word scores better");
+    }
+}
