@@ -58,51 +58,52 @@ RETURNS bytea LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
   SELECT substring($1 FROM coalesce($2[$3 - 1], 0) + 1 FOR $2[$3] - coalesce($2[$3 - 1], 0))
 $$;
 
+-- Every varint of `bytes`, in order.
+CREATE FUNCTION piidx_varints(bytes bytea)
+RETURNS bigint[] LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  out bigint[] := '{}';
+  v bigint := 0;
+  shift integer := 0;
+  b integer;
+BEGIN
+  FOR at IN 0..length(bytes) - 1 LOOP
+    b := get_byte(bytes, at);
+    v := v | ((b & 127)::bigint << shift);
+    IF b < 128 THEN
+      out := out || v;
+      v := 0;
+      shift := 0;
+    ELSE
+      shift := shift + 7;
+    END IF;
+  END LOOP;
+  RETURN out;
+END
+$$;
+
 -- A list decoded: (chunk id, batch, positions) per posting, from lexeme
--- `i` of a `words` row (its `lists`, `list_ends`, `positions`,
--- `position_ends`, `batch`).
+-- `i` of a `words` row: `piidx_slice(lists, list_ends, i)`,
+-- `piidx_slice(positions, position_ends, i)` and the row's `batch`.
 CREATE FUNCTION piidx_postings(list bytea, list_positions bytea, row_batch bigint)
 RETURNS TABLE(chunk_id bigint, batch bigint, positions integer[])
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 DECLARE
-  at integer := 0;
-  at_pos integer := 0;
-  n integer := length(list);
-  bytes bytea := list_positions;
-  vals bigint[];
-  v bigint;
-  shift integer;
-  b integer;
+  fields bigint[] := piidx_varints(list);      -- chunk delta, batch back, count
+  deltas bigint[] := piidx_varints(list_positions);
+  at_pos integer := 1;
   chunk bigint := 0;
   pos bigint;
 BEGIN
-  WHILE at < n LOOP
-    -- chunk delta, batch back, number of positions
-    vals := '{}';
-    FOR i IN 1..3 LOOP
-      v := 0; shift := 0;
-      LOOP
-        b := get_byte(list, at); at := at + 1;
-        v := v | ((b & 127)::bigint << shift);
-        EXIT WHEN b < 128;
-        shift := shift + 7;
-      END LOOP;
-      vals := vals || v;
-    END LOOP;
-    chunk := chunk + vals[1];
+  FOR at IN 1..coalesce(array_length(fields, 1), 0) BY 3 LOOP
+    chunk := chunk + fields[at];
     chunk_id := chunk;
-    batch := row_batch - vals[2];
+    batch := row_batch - fields[at + 1];
     positions := '{}';
     pos := 0;
-    FOR i IN 1..vals[3] LOOP
-      v := 0; shift := 0;
-      LOOP
-        b := get_byte(bytes, at_pos); at_pos := at_pos + 1;
-        v := v | ((b & 127)::bigint << shift);
-        EXIT WHEN b < 128;
-        shift := shift + 7;
-      END LOOP;
-      pos := pos + v;
+    FOR i IN 1..fields[at + 2] LOOP
+      pos := pos + deltas[at_pos];
+      at_pos := at_pos + 1;
       positions := positions || pos::integer;
     END LOOP;
     RETURN NEXT;

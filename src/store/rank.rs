@@ -38,8 +38,8 @@ use std::ffi::{c_int, c_void};
 pub const FUNCTION: &str = "piidx_bm25";
 
 /// BM25's constants, as FTS5 sets them.
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
+pub(crate) const K1: f64 = 1.2;
+pub(crate) const B: f64 = 0.75;
 
 /// Makes `piidx_bm25` available to the FTS5 tables of `conn`, attached
 /// databases included.

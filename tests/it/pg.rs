@@ -573,6 +573,7 @@ fn a_schema_2_store_is_upgraded_in_place_by_the_next_push() {
     connect(&url)
         .batch_execute(
             "DROP FUNCTION piidx_matches; DROP FUNCTION piidx_postings; DROP FUNCTION piidx_slice;
+             DROP FUNCTION piidx_varints;
              DROP TABLE words; DROP TABLE word_batches; DROP SEQUENCE word_batch_ids;
              ALTER TABLE texts DROP CONSTRAINT texts_pkey, ADD PRIMARY KEY (src, chunk_id);
              ALTER TABLE texts DROP COLUMN batch, DROP COLUMN words;

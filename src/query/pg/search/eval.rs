@@ -1,11 +1,13 @@
 //! A `Query` answered from the word index's postings: the chunks that may
 //! match (`Found::candidates`: phrases as their words, nothing under NOT,
-//! any batch), then each one checked exactly once `texts` says which batch
-//! wrote it (`Found::matches`: positions for phrases, NOT), and scored
-//! with bm25 as the index scores (`Found::bm25`).
+//! any batch), those the postings say match in the batch they name
+//! (`Found::may_match`), then each one checked exactly once `texts` says
+//! which batch wrote it (`Found::matches`: positions for phrases, NOT), and
+//! scored with bm25 as the index scores (`Found::bm25`).
 
 use super::query::{Expr, Query};
 use crate::store::pg::words::{Malformed, Posting, Postings};
+use crate::store::rank::{B, K1};
 
 /// A chunk of one machine: (`src`, `chunk_id`).
 pub type Key = (i32, i64);
@@ -18,10 +20,6 @@ pub struct Found<'a> {
     /// Per term, its chunks, sorted.
     keys: Vec<Vec<Key>>,
 }
-
-/// BM25's constants, as FTS5 sets them (`store::rank`).
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
 
 /// The collection a score is relative to.
 #[derive(Debug, Clone, Copy)]
