@@ -47,10 +47,12 @@ ALTER TABLE texts ADD COLUMN batch bigint, ADD COLUMN words integer;
 DROP INDEX texts_tsv;
 ALTER TABLE texts DROP COLUMN tsv;
 -- A search checks its candidates by key, for what the key's index now
--- carries (the batch, the entry, the time, the kind, the length): an
--- index-only scan once autovacuum has seen the rows.
+-- carries (the batch, the entry, the time, the kind, the length, and what
+-- --role and --tool read): an index-only scan once autovacuum has seen the
+-- rows.
 ALTER TABLE texts DROP CONSTRAINT texts_pkey,
-  ADD PRIMARY KEY (src, chunk_id) INCLUDE (batch, entry_rowid, timestamp_ms, kind, words);
+  ADD PRIMARY KEY (src, chunk_id)
+      INCLUDE (batch, entry_rowid, timestamp_ms, kind, words, entry_type, message_role, tool_name);
 
 -- Lexeme `i`'s list, or its positions, from a row's bytes and ends.
 CREATE FUNCTION piidx_slice(bytes bytea, ends integer[], i integer)
