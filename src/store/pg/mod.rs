@@ -57,6 +57,8 @@ pub enum PgError {
     #[error(transparent)]
     Lexemes(#[from] lexemes::LexemeError),
     #[error(transparent)]
+    Words(#[from] words::Malformed),
+    #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
 

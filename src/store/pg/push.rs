@@ -259,7 +259,7 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     }
 
     if report.batches > 0 {
-        merge_small_batches(&mut pg.client, src).map_err(err)?;
+        merge_small_batches(&mut pg.client, &target, src)?;
     }
     pg.client
         .execute(
@@ -412,16 +412,22 @@ const MERGE_AT: usize = 8;
 /// a bounded number of rows however many pushes there were: whenever a
 /// tier holds `MERGE_AT` batches, they become one, without the postings
 /// that no longer count. Each merge is one transaction.
-fn merge_small_batches(client: &mut postgres::Client, src: i32) -> Result<(), postgres::Error> {
+fn merge_small_batches(client: &mut postgres::Client, url: &str, src: i32) -> Result<(), PgError> {
+    let err = |source| PgError::Postgres {
+        url: url.to_owned(),
+        source,
+    };
     loop {
         let sizes: Vec<(i64, i64)> = client
             .query(
                 "SELECT batch, bytes FROM word_batches WHERE src = $1 ORDER BY batch",
                 &[&src],
-            )?
+            )
+            .map_err(err)?
             .iter()
             .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-            .collect::<Result<_, postgres::Error>>()?;
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(err)?;
         let tier = |bytes: i64| TIERS.iter().position(|limit| bytes < *limit);
         let Some(full) = (0..TIERS.len()).find(|t| {
             sizes
@@ -437,67 +443,86 @@ fn merge_small_batches(client: &mut postgres::Client, src: i32) -> Result<(), po
             .filter(|(_, bytes)| tier(*bytes) == Some(full))
             .map(|(batch, _)| *batch)
             .collect();
-        merge_batches(client, src, &merged)?;
+        merge_batches(client, url, src, &merged)?;
     }
 }
 
 /// Merges `batches` of machine `src` into a new one, in one transaction.
+/// A malformed list stops the merge (rolled back) rather than losing its
+/// postings.
 fn merge_batches(
     client: &mut postgres::Client,
+    url: &str,
     src: i32,
     batches: &[i64],
-) -> Result<(), postgres::Error> {
-    let mut tx = client.transaction()?;
+) -> Result<(), PgError> {
+    let err = |source| PgError::Postgres {
+        url: url.to_owned(),
+        source,
+    };
+    let mut tx = client.transaction().map_err(err)?;
     let new: i64 = tx
-        .query_one("SELECT nextval('word_batch_ids')", &[])?
-        .try_get(0)?;
-    let rows = tx.query(
-        "SELECT batch, lexemes, list_ends, lists, position_ends, positions
-           FROM words WHERE src = $1 AND batch = ANY($2)",
-        &[&src, &batches],
-    )?;
+        .query_one("SELECT nextval('word_batch_ids')", &[])
+        .map_err(err)?
+        .try_get(0)
+        .map_err(err)?;
+    let rows = tx
+        .query(
+            "SELECT batch, lexemes, list_ends, lists, position_ends, positions
+               FROM words WHERE src = $1 AND batch = ANY($2)",
+            &[&src, &batches],
+        )
+        .map_err(err)?;
     let mut blocks: Vec<(i64, Block)> = Vec::with_capacity(rows.len());
     for row in &rows {
         let block = Block {
-            lexemes: row.try_get(1)?,
-            list_ends: row.try_get(2)?,
-            lists: row.try_get(3)?,
-            position_ends: row.try_get(4)?,
-            positions: row.try_get(5)?,
+            lexemes: row.try_get(1).map_err(err)?,
+            list_ends: row.try_get(2).map_err(err)?,
+            lists: row.try_get(3).map_err(err)?,
+            position_ends: row.try_get(4).map_err(err)?,
+            positions: row.try_get(5).map_err(err)?,
         };
-        blocks.push((row.try_get(0)?, block));
+        blocks.push((row.try_get(0).map_err(err)?, block));
     }
     // The chunks still in `texts` with the batch their postings name.
-    let mut chunks: Vec<i64> = blocks
-        .iter()
-        .flat_map(|(batch, block)| {
-            (0..block.lexemes.len()).flat_map(move |i| block.postings(i, *batch))
-        })
-        .filter_map(|p| p.ok().map(|p| p.chunk_id))
-        .collect();
+    let mut chunks: Vec<i64> = Vec::new();
+    for (batch, block) in &blocks {
+        for i in 0..block.lexemes.len() {
+            for posting in block.postings(i, *batch)? {
+                chunks.push(posting?.chunk_id);
+            }
+        }
+    }
     chunks.sort_unstable();
     chunks.dedup();
     // (Merged batches' postings name the batches that wrote their chunks,
     // not the merged batch.)
     let mut live: HashMap<(i64, i64), i64> = HashMap::new();
-    for row in tx.query(
-        "SELECT chunk_id, batch, coalesce(words, 0) FROM texts
+    for row in tx
+        .query(
+            "SELECT chunk_id, batch, coalesce(words, 0) FROM texts
           WHERE src = $1 AND chunk_id = ANY($2) AND batch IS NOT NULL",
-        &[&src, &chunks],
-    )? {
+            &[&src, &chunks],
+        )
+        .map_err(err)?
+    {
         live.insert(
-            (row.try_get(0)?, row.try_get(1)?),
-            i64::from(row.try_get::<_, i32>(2)?),
+            (row.try_get(0).map_err(err)?, row.try_get(1).map_err(err)?),
+            i64::from(row.try_get::<_, i32>(2).map_err(err)?),
         );
     }
     let mut words = BatchWords::default();
+    let mut kept: HashSet<(i64, i64)> = HashSet::new();
     for (batch, block) in &blocks {
         for (i, lexeme) in block.lexemes.iter().enumerate() {
-            for posting in block.postings(i, *batch).filter_map(Result::ok) {
-                if !live.contains_key(&(posting.chunk_id, posting.batch)) {
+            for posting in block.postings(i, *batch)? {
+                let posting = posting?;
+                let key = (posting.chunk_id, posting.batch);
+                if !live.contains_key(&key) {
                     continue;
                 }
-                let positions = posting.positions().unwrap_or_default();
+                kept.insert(key);
+                let positions = posting.positions()?;
                 words.add(
                     lexeme,
                     posting.chunk_id,
@@ -507,18 +532,22 @@ fn merge_batches(
             }
         }
     }
-    words.chunks = live.len() as i64;
-    words.tokens = live.values().sum();
+    // The chunks this merge keeps postings of (a live chunk of a later
+    // batch counts there).
+    words.chunks = kept.len() as i64;
+    words.tokens = kept.iter().filter_map(|key| live.get(key)).sum();
     tx.execute(
         "DELETE FROM words WHERE src = $1 AND batch = ANY($2)",
         &[&src, &batches],
-    )?;
+    )
+    .map_err(err)?;
     tx.execute(
         "DELETE FROM word_batches WHERE src = $1 AND batch = ANY($2)",
         &[&src, &batches],
-    )?;
-    write_words(&mut tx, src, new, words)?;
-    tx.commit()
+    )
+    .map_err(err)?;
+    write_words(&mut tx, src, new, words).map_err(err)?;
+    tx.commit().map_err(err)
 }
 
 /// What the store holds of one file (its `push_files` row).

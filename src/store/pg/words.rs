@@ -309,10 +309,10 @@ impl Block {
     }
 
     /// Lexeme `i`'s postings, with their positions, in a row of batch
-    /// `batch` (none when the row has no lexeme `i`).
-    pub fn postings(&self, i: usize, batch: i64) -> Postings<'_> {
-        let (list, positions) = self.get(i).unwrap_or_default();
-        Postings::new(list, Some(positions), batch)
+    /// `batch` (an error when the row's ends do not give them).
+    pub fn postings(&self, i: usize, batch: i64) -> Result<Postings<'_>, Malformed> {
+        let (list, positions) = self.get(i).ok_or(Malformed)?;
+        Ok(Postings::new(list, Some(positions), batch))
     }
 
     /// Lexeme `i`'s list and positions.
