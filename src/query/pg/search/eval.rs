@@ -401,3 +401,141 @@ mod tests {
         assert!(score(3) < score(2), "a rarer word scores better");
     }
 }
+
+/// The postings' answer against a plain reading of the texts, for any
+/// expression over a small vocabulary: words, phrases with gaps,
+/// prefixes, AND, OR, NOT.
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::super::query::{Expr, Query, Term};
+    use super::Found;
+    use crate::store::pg::words::BatchWords;
+
+    const WORDS: [&str; 5] = ["a", "ab", "abc", "b", "c"];
+
+    /// Whether `text`'s words match `expr`, read plainly.
+    fn plain(expr: &Expr, terms: &[Term], text: &[&str]) -> bool {
+        let is = |term: &Term, word: &str| {
+            word == term.lexeme || (term.prefix && word.starts_with(&term.lexeme))
+        };
+        match expr {
+            Expr::Phrase(parts) => (0..text.len()).any(|start| {
+                parts.iter().all(|(term, offset)| {
+                    text.get(start + *offset as usize)
+                        .is_some_and(|word| is(&terms[*term], word))
+                })
+            }),
+            Expr::And(parts) => parts.iter().all(|p| plain(p, terms, text)),
+            Expr::Or(parts) => parts.iter().any(|p| plain(p, terms, text)),
+            Expr::Not(left, right) => plain(left, terms, text) && !plain(right, terms, text),
+            Expr::Nothing => false,
+        }
+    }
+
+    fn terms() -> impl Strategy<Value = Vec<Term>> {
+        proptest::collection::vec(
+            (0..WORDS.len(), any::<bool>()).prop_map(|(w, prefix)| Term {
+                lexeme: WORDS[w].to_owned(),
+                prefix,
+            }),
+            1..4,
+        )
+    }
+
+    fn expr(terms: usize) -> impl Strategy<Value = Expr> {
+        let phrase = proptest::collection::vec((0..terms, 0u32..3), 1..3).prop_map(|parts| {
+            // Offsets from the first part, ascending.
+            let mut at = 0;
+            Expr::Phrase(
+                parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (term, gap))| {
+                        if i > 0 {
+                            at += 1 + gap;
+                        }
+                        (term, at)
+                    })
+                    .collect(),
+            )
+        });
+        phrase.prop_recursive(3, 12, 3, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 2..3).prop_map(Expr::And),
+                proptest::collection::vec(inner.clone(), 2..3).prop_map(Expr::Or),
+                (inner.clone(), inner).prop_map(|(a, b)| Expr::Not(Box::new(a), Box::new(b))),
+            ]
+        })
+    }
+
+    fn query() -> impl Strategy<Value = Query> {
+        terms().prop_flat_map(|terms| {
+            let n = terms.len();
+            expr(n).prop_map(move |expr| Query {
+                terms: terms.clone(),
+                expr,
+            })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_postings_answer_as_the_texts_read(
+            texts in proptest::collection::vec(
+                proptest::collection::vec(0..WORDS.len(), 0..10), 1..8),
+            query in query(),
+        ) {
+            let texts: Vec<Vec<&str>> = texts
+                .iter()
+                .map(|words| words.iter().map(|w| WORDS[*w]).collect())
+                .collect();
+            let mut words = BatchWords::default();
+            for (chunk, text) in texts.iter().enumerate() {
+                for word in WORDS {
+                    let positions: Vec<u32> = (0..text.len() as u32)
+                        .filter(|at| text[*at as usize] == word)
+                        .collect();
+                    if !positions.is_empty() {
+                        words.add(word, chunk as i64 + 1, 0, &positions);
+                    }
+                }
+            }
+            let (blocks, _) = words.into_blocks();
+            let lists: Vec<(&str, &[u8], &[u8])> = blocks
+                .iter()
+                .flat_map(|b| {
+                    (0..b.lexemes.len()).map(move |i| {
+                        let (list, positions) = b.get(i).unwrap();
+                        (b.lexemes[i].as_str(), list, positions)
+                    })
+                })
+                .collect();
+            // What the store's lookup returns for each term.
+            let rows = query.terms.iter().enumerate().flat_map(|(n, term)| {
+                lists
+                    .iter()
+                    .filter(move |(lexeme, _, _)| {
+                        *lexeme == term.lexeme || (term.prefix && lexeme.starts_with(&term.lexeme))
+                    })
+                    .map(move |(_, list, positions)| (n, 1, *list, Some(*positions), 5))
+            });
+            let found = Found::new(query.terms.len(), rows).unwrap();
+            let by_postings: Vec<i64> = found
+                .candidates(&query.expr)
+                .into_iter()
+                .filter(|key| found.may_match(&query.expr, *key).unwrap())
+                .filter(|key| found.matches(&query.expr, *key, 5).unwrap())
+                .map(|(_, chunk)| chunk)
+                .collect();
+            let by_reading: Vec<i64> = texts
+                .iter()
+                .enumerate()
+                .filter(|(_, text)| plain(&query.expr, &query.terms, text))
+                .map(|(chunk, _)| chunk as i64 + 1)
+                .collect();
+            prop_assert_eq!(by_postings, by_reading);
+        }
+    }
+}
