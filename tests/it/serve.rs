@@ -902,7 +902,8 @@ fn watch_pushes_new_hits_to_open_pages() {
 }
 
 /// A search is bounded on the server too: 2,000 terms and 1,000 repeated
-/// roles are a 400 (not a 500), and a search that runs to its budget (held
+/// roles are a 400 (not a 500), parentheses nested 8,000 deep are
+/// answered, and a search that runs to its budget (held
 /// by `PIIDX_TEST_HOLD` until then) ends in a 400 naming the limit while
 /// the worker left for pages answers one meanwhile (how many searches may
 /// run at once: `serve::server`'s unit test).
@@ -925,6 +926,17 @@ fn slow_or_huge_searches_do_not_hold_the_server() {
     let (status, _, body) = served.get(&format!("/search?q={many}"), &[]);
     assert_eq!(status, 200);
     assert!(String::from_utf8_lossy(&body).contains("at most 32"));
+    // Parentheses nested as deep as the longest query allows: once a
+    // stack overflow that took the whole server down.
+    let deep = format!("{}crate+name{}", "%28".repeat(8_000), "%29".repeat(8_000));
+    let (status, _, body) = served.get(&format!("/api/search?q={deep}"), &[]);
+    assert!(
+        status == 200 || status == 404,
+        "{status}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let (status, _, _) = served.get("/sessions", &[]);
+    assert_eq!(status, 200, "the server still answers");
 
     let held = Served::start_with(&env, &["--threads", "3"], &[("PIIDX_TEST_HOLD", "search")]);
     let addr = held.addr.clone();

@@ -12,6 +12,8 @@
 //!   on both sides, otherwise plain words;
 //! * `(` at the start and `)` at the end of words group when all of them are
 //!   balanced and a group is not empty, otherwise they are punctuation;
+//!   groups nested deeper than `MAX_GROUP_DEPTH` are read as part of the
+//!   group around them;
 //! * words without a letter or digit (`()`, `--`, `+`) are dropped.
 
 /// The words searched while typing: the last word, unless a space ended
@@ -150,9 +152,16 @@ fn parens_balanced(lexemes: &[Lexeme]) -> bool {
     depth == 0
 }
 
+/// Groups nested deeper than this are read as the group around them:
+/// `emit` recurses once per level, and a worker thread's stack (serve's,
+/// MCP's) must hold any query that fits in `MAX_QUERY_BYTES`.
+const MAX_GROUP_DEPTH: usize = 32;
+
 fn parse(lexemes: Vec<Lexeme>) -> Vec<Node> {
     let use_parens = parens_balanced(&lexemes);
     let mut stack: Vec<Vec<Node>> = vec![Vec::new()];
+    // Parentheses past `MAX_GROUP_DEPTH` still open.
+    let mut flattened = 0usize;
     for lexeme in lexemes {
         match lexeme {
             Lexeme::Term { text, prefix } => {
@@ -167,7 +176,9 @@ fn parse(lexemes: Vec<Lexeme>) -> Vec<Node> {
                     top.push(Node::Op(op));
                 }
             }
+            Lexeme::Open if use_parens && stack.len() > MAX_GROUP_DEPTH => flattened += 1,
             Lexeme::Open if use_parens => stack.push(Vec::new()),
+            Lexeme::Close if use_parens && flattened > 0 => flattened -= 1,
             Lexeme::Close if use_parens && stack.len() > 1 => {
                 if let Some(group) = stack.pop()
                     && let Some(top) = stack.last_mut()
@@ -292,6 +303,21 @@ mod tests {
 
     fn t(input: &str) -> String {
         translate(input).expr
+    }
+
+    #[test]
+    fn deep_groups_are_flattened_not_a_stack_overflow() {
+        // On a thread with a small stack, as serve's and MCP's workers.
+        let deep = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(|| t(&format!("{}a b{}", "(".repeat(8_000), ")".repeat(8_000))))
+            .unwrap()
+            .join()
+            .unwrap();
+        let depth = deep.chars().take_while(|c| *c == '(').count();
+        assert_eq!(depth, MAX_GROUP_DEPTH);
+        assert!(deep.contains(r#""a" AND "b""#), "{deep}");
+        assert_eq!(t("((a) b) c"), r#"(("a") AND "b") AND "c""#);
     }
 
     #[test]

@@ -41,7 +41,12 @@ pub enum ParseError {
     Lexemes(#[from] LexemeError),
     #[error("the tsquery {0:?} cannot be read: {1}")]
     Raw(String, &'static str),
+    #[error("the query nests parentheses more than {MAX_DEPTH} deep; flatten it")]
+    TooDeep,
 }
+
+/// Parentheses nested deeper than this are refused (the parser recurses).
+const MAX_DEPTH: usize = 64;
 
 impl Query {
     /// piidx's query language, read as the index reads it
@@ -60,6 +65,7 @@ impl Query {
             source: query.to_owned(),
             items,
             at: 0,
+            depth: 0,
             terms: Vec::new(),
             operand: Operand::Words {
                 tokenizers,
@@ -104,6 +110,7 @@ impl Query {
             source: tsquery.to_owned(),
             items,
             at: 0,
+            depth: 0,
             terms: Vec::new(),
             operand: Operand::Lexemes,
         };
@@ -279,6 +286,8 @@ struct Parser<'a> {
     source: String,
     items: Vec<Item>,
     at: usize,
+    /// Parentheses open around the item being read.
+    depth: usize,
     terms: Vec<Term>,
     operand: Operand<'a>,
 }
@@ -362,7 +371,12 @@ impl Parser<'_> {
         match self.items.get(self.at).cloned() {
             Some(Item::Open) => {
                 self.at += 1;
+                self.depth += 1;
+                if self.depth > MAX_DEPTH {
+                    return Err(ParseError::TooDeep);
+                }
                 let inner = self.or()?;
+                self.depth -= 1;
                 if self.peek() == Some(&Item::Close) {
                     self.at += 1;
                 }
@@ -536,6 +550,14 @@ mod tests {
             Some("#桜餅テ@0 #餅テス@1 #テスト@2")
         );
         assert_eq!(t("桜餅").as_deref(), Some("#桜餅*@0"));
+    }
+
+    #[test]
+    fn deep_parentheses_are_refused_not_a_stack_overflow() {
+        let deep = format!("{}a{}", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(matches!(Query::parse_raw(&deep), Err(ParseError::TooDeep)));
+        let nested = format!("{}a{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert!(Query::parse_raw(&nested).is_ok());
     }
 
     #[test]
