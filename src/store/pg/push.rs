@@ -259,7 +259,7 @@ pub fn push(writer: &Writer, pg: &mut Pg) -> Result<PushReport, PgError> {
     }
 
     if report.batches > 0 {
-        merge_small_batches(&mut pg.client, &target, src)?;
+        merge_small_batches(&mut pg.client, src, &err)?;
     }
     pg.client
         .execute(
@@ -412,11 +412,12 @@ const MERGE_AT: usize = 8;
 /// a bounded number of rows however many pushes there were: whenever a
 /// tier holds `MERGE_AT` batches, they become one, without the postings
 /// that no longer count. Each merge is one transaction.
-fn merge_small_batches(client: &mut postgres::Client, url: &str, src: i32) -> Result<(), PgError> {
-    let err = |source| PgError::Postgres {
-        url: url.to_owned(),
-        source,
-    };
+/// `err` names the store in errors.
+fn merge_small_batches(
+    client: &mut postgres::Client,
+    src: i32,
+    err: &impl Fn(postgres::Error) -> PgError,
+) -> Result<(), PgError> {
     loop {
         let sizes: Vec<(i64, i64)> = client
             .query(
@@ -443,7 +444,7 @@ fn merge_small_batches(client: &mut postgres::Client, url: &str, src: i32) -> Re
             .filter(|(_, bytes)| tier(*bytes) == Some(full))
             .map(|(batch, _)| *batch)
             .collect();
-        merge_batches(client, url, src, &merged)?;
+        merge_batches(client, src, &merged, err)?;
     }
 }
 
@@ -452,14 +453,10 @@ fn merge_small_batches(client: &mut postgres::Client, url: &str, src: i32) -> Re
 /// postings.
 fn merge_batches(
     client: &mut postgres::Client,
-    url: &str,
     src: i32,
     batches: &[i64],
+    err: &impl Fn(postgres::Error) -> PgError,
 ) -> Result<(), PgError> {
-    let err = |source| PgError::Postgres {
-        url: url.to_owned(),
-        source,
-    };
     let mut tx = client.transaction().map_err(err)?;
     let new: i64 = tx
         .query_one("SELECT nextval('word_batch_ids')", &[])
@@ -501,7 +498,7 @@ fn merge_batches(
     for row in tx
         .query(
             "SELECT chunk_id, batch, coalesce(words, 0) FROM texts
-          WHERE src = $1 AND chunk_id = ANY($2) AND batch IS NOT NULL",
+              WHERE src = $1 AND chunk_id = ANY($2) AND batch IS NOT NULL",
             &[&src, &chunks],
         )
         .map_err(err)?

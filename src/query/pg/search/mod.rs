@@ -143,13 +143,9 @@ pub fn search(
     if query.terms.is_empty() {
         return Err(empty());
     }
-    let url = pg.url.clone();
-    let err = |source| PgError::Postgres {
-        url: url.clone(),
-        source,
-    };
-    let mut tx = begin(pg, options).map_err(err)?;
-    let lists = fetch_postings(&mut tx, &query, machine).map_err(err)?;
+    let err = pg.err_owned();
+    let mut tx = begin(pg, options).map_err(&err)?;
+    let lists = fetch_postings(&mut tx, &query, machine).map_err(&err)?;
     let postings = lists
         .iter()
         .map(|row| {
@@ -164,14 +160,14 @@ pub fn search(
             ))
         })
         .collect::<Result<Vec<(usize, i32, &[u8], Option<&[u8]>, i64)>, postgres::Error>>()
-        .map_err(err)?;
+        .map_err(&err)?;
     let found = Found::new(query.terms.len(), postings)?;
-    let matches = window(&mut tx, &url, &query, &found, options, machine)?;
+    let matches = window(&mut tx, &err, &query, &found, options, machine)?;
     let best = best_entries(matches, options.sort, options.limit);
-    let rows = hit_rows(&mut tx, &best).map_err(err)?;
-    tx.commit().map_err(err)?;
+    let rows = hit_rows(&mut tx, &best).map_err(&err)?;
+    tx.commit().map_err(&err)?;
     let trigrams = has_unspaced_script(&options.query);
-    Ok(hits(&rows, &best, &snippet_expr, trigrams).map_err(err)?)
+    Ok(hits(&rows, &best, &snippet_expr, trigrams).map_err(&err)?)
 }
 
 /// The search's transaction: one snapshot for every statement, read-only,
@@ -219,18 +215,15 @@ fn fetch_postings(
 /// those the postings say may match checked against `texts` (the batch that
 /// wrote each chunk, the filters) a page at a time, until `RANK_WINDOW` of
 /// the machine's match; each scored.
+/// `pg_err` names the store in errors.
 fn window(
     tx: &mut postgres::Transaction<'_>,
-    url: &str,
+    pg_err: &impl Fn(postgres::Error) -> PgError,
     query: &Query,
     found: &Found<'_>,
     options: &SearchOptions,
     machine: Option<&str>,
 ) -> Result<Vec<Match>, PgSearchError> {
-    let pg_err = |source| PgError::Postgres {
-        url: url.to_owned(),
-        source,
-    };
     let collection = collection(tx, machine).map_err(pg_err)?;
     let phrases = found.phrases(query, collection);
     let mut params = Params::default();
