@@ -148,17 +148,7 @@ fn match_items(expr: &str) -> Vec<Item> {
     while let Some(c) = chars.next() {
         match c {
             '"' => {
-                let mut text = String::new();
-                while let Some(c) = chars.next() {
-                    if c == '"' {
-                        if chars.peek() == Some(&'"') {
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    text.push(c);
-                }
+                let text = quoted(&mut chars, '"', false);
                 let prefix = chars.peek() == Some(&'*');
                 if prefix {
                     chars.next();
@@ -192,6 +182,32 @@ fn match_items(expr: &str) -> Vec<Item> {
     items
 }
 
+/// The rest of a string opened by `quote`: up to the next `quote` alone
+/// (a doubled one stands for itself; with `backslash`, `\\` escapes the
+/// character after it).
+fn quoted(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    quote: char,
+    backslash: bool,
+) -> String {
+    let mut text = String::new();
+    while let Some(c) = chars.next() {
+        if c == quote {
+            if chars.peek() != Some(&quote) {
+                break;
+            }
+            chars.next();
+        } else if backslash && c == '\\' {
+            if let Some(next) = chars.next() {
+                text.push(next);
+            }
+            continue;
+        }
+        text.push(c);
+    }
+    text
+}
+
 /// The items of a `tsquery`.
 fn tsquery_items(tsquery: &str) -> Result<Vec<Item>, ParseError> {
     let bad = |why| ParseError::Raw(tsquery.to_owned(), why);
@@ -220,25 +236,10 @@ fn tsquery_items(tsquery: &str) -> Result<Vec<Item>, ParseError> {
             }
             c if c.is_whitespace() => {}
             _ => {
-                let mut text = String::new();
-                if c == '\'' {
-                    while let Some(c) = chars.next() {
-                        if c == '\'' {
-                            if chars.peek() == Some(&'\'') {
-                                chars.next();
-                            } else {
-                                break;
-                            }
-                        } else if c == '\\' {
-                            if let Some(next) = chars.next() {
-                                text.push(next);
-                            }
-                            continue;
-                        }
-                        text.push(c);
-                    }
+                let text = if c == '\'' {
+                    quoted(&mut chars, '\'', true)
                 } else {
-                    text.push(c);
+                    let mut text = String::from(c);
                     while let Some(&c) = chars.peek() {
                         if c.is_whitespace() || "&|!()<:".contains(c) {
                             break;
@@ -246,7 +247,8 @@ fn tsquery_items(tsquery: &str) -> Result<Vec<Item>, ParseError> {
                         text.push(c);
                         chars.next();
                     }
-                }
+                    text
+                };
                 let mut prefix = false;
                 if chars.peek() == Some(&':') {
                     chars.next();
