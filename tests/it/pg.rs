@@ -233,6 +233,22 @@ fn dump(url: &str) -> BTreeMap<&'static str, Vec<String>> {
     out
 }
 
+/// The `sessions` fixture, synced and pushed into a new database.
+fn pushed_sessions() -> (Env, String) {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+    (env, url)
+}
+
+/// The store `url` holds what a fresh push of `env`'s index would (`dump`).
+fn assert_holds_a_fresh_push(env: &Env, url: &str) {
+    let fresh = new_database();
+    push(env, &fresh);
+    assert_eq!(dump(url), dump(&fresh));
+}
+
 /// Rows per table of one machine (by its label) in the store.
 fn store_counts(url: &str, machine: &str) -> BTreeMap<&'static str, i64> {
     let mut client = connect(url);
@@ -516,10 +532,7 @@ fn two_machines_push_what_their_indexes_answer() {
 
 #[test]
 fn a_push_after_appends_rewrites_and_deletions_equals_a_fresh_push() {
-    let env = Env::with_fixture("sessions");
-    env.sync();
-    let url = new_database();
-    push(&env, &url);
+    let (env, url) = pushed_sessions();
 
     let files = crate::util::jsonl_files(&env.root);
     assert!(files.len() >= 4);
@@ -544,9 +557,7 @@ fn a_push_after_appends_rewrites_and_deletions_equals_a_fresh_push() {
     // The appended file keeps its entries in the store and gets the new one.
     assert_eq!(report["files_appended"], 1, "{report}");
 
-    let fresh = new_database();
-    push(&env, &fresh);
-    assert_eq!(dump(&url), dump(&fresh));
+    assert_holds_a_fresh_push(&env, &url);
     let hits = json(&env, &["search", "zanzibar", "--json", "--pg", &url]);
     assert_eq!(hits.as_array().map(Vec::len), Some(1));
     // Nothing changed: nothing sent.
@@ -603,9 +614,7 @@ fn a_schema_2_store_is_upgraded_in_place_by_the_next_push() {
         .expect("tsv column")
         .get(0);
     assert_eq!(gone, 0, "the word index replaced tsv and its GIN index");
-    let fresh = new_database();
-    push(&env, &fresh);
-    assert_eq!(dump(&url), dump(&fresh));
+    assert_holds_a_fresh_push(&env, &url);
     let from_store = json(&env, &["search", "Cargo.toml", "--json", "--pg", &url]);
     let from_index = json(&env, &["search", "Cargo.toml", "--json"]);
     assert!(from_index.as_array().is_some_and(|hits| !hits.is_empty()));
@@ -622,10 +631,7 @@ fn a_schema_2_store_is_upgraded_in_place_by_the_next_push() {
 /// what is under NOT, then checks each with the query itself.
 #[test]
 fn phrases_and_negations_find_the_entries_the_index_finds() {
-    let env = Env::with_fixture("sessions");
-    env.sync();
-    let url = new_database();
-    push(&env, &url);
+    let (env, url) = pushed_sessions();
     let words = |query: &str| {
         let hits = json(&env, &["search", query, "--json", "-n", "500"]);
         ids_of(&hits, "entry_id")
@@ -661,10 +667,7 @@ fn phrases_and_negations_find_the_entries_the_index_finds() {
 /// count), every pushed word is found, and the index equals a fresh push's.
 #[test]
 fn small_pushes_are_merged_in_the_word_index() {
-    let env = Env::with_fixture("sessions");
-    env.sync();
-    let url = new_database();
-    push(&env, &url);
+    let (env, url) = pushed_sessions();
     let file = crate::util::jsonl_files(&env.root)[0].clone();
     let pushes = 20;
     for i in 0..pushes {
@@ -690,9 +693,7 @@ fn small_pushes_are_merged_in_the_word_index() {
         let hits = json(&env, &["search", &word, "--json", "--pg", &url]);
         assert_eq!(hits.as_array().map(Vec::len), Some(1), "{word}");
     }
-    let fresh = new_database();
-    push(&env, &fresh);
-    assert_eq!(dump(&url), dump(&fresh));
+    assert_holds_a_fresh_push(&env, &url);
 }
 
 /// `piidx_matches`, the word index for SQL, finds the texts that have a
@@ -701,10 +702,7 @@ fn small_pushes_are_merged_in_the_word_index() {
 /// tokenizer's folding is plain lower case).
 #[test]
 fn the_sql_function_finds_the_texts_with_a_word() {
-    let env = Env::with_fixture("sessions");
-    env.sync();
-    let url = new_database();
-    push(&env, &url);
+    let (_env, url) = pushed_sessions();
     let mut client = connect(&url);
     for (word, prefix) in [("crate", false), ("edit", true), ("toml", false)] {
         let mut ids = |sql: &str| -> Vec<(i32, i64)> {
@@ -823,9 +821,7 @@ fn postings_of_replaced_texts_do_not_count() {
     );
     assert_eq!(stored("wombatpostings").as_array().map(Vec::len), Some(0));
     assert_eq!(stored("numbatpostings").as_array().map(Vec::len), Some(1));
-    let fresh = new_database();
-    push(&env, &fresh);
-    assert_eq!(dump(&url), dump(&fresh));
+    assert_holds_a_fresh_push(&env, &url);
 }
 
 /// A column the store answers with another type than this piidx reads
@@ -833,10 +829,7 @@ fn postings_of_replaced_texts_do_not_count() {
 /// never a crash.
 #[test]
 fn a_store_answering_other_types_is_an_error_not_a_crash() {
-    let env = Env::with_fixture("sessions");
-    env.sync();
-    let url = new_database();
-    push(&env, &url);
+    let (env, url) = pushed_sessions();
     connect(&url)
         .batch_execute("ALTER TABLE sessions ALTER COLUMN message_count TYPE text")
         .expect("alter");
@@ -1046,10 +1039,7 @@ fn ids_of(list: &Value, key: &str) -> std::collections::BTreeSet<String> {
 #[test]
 fn serve_and_mcp_answer_from_the_team_store_as_the_cli_does() {
     use std::io::{BufRead, Write};
-    let env = Env::with_fixture("sessions");
-    env.sync();
-    let url = new_database();
-    push(&env, &url);
+    let (env, url) = pushed_sessions();
     let sessions = json(&env, &["sessions", "--all", "--json"]);
     let hits = json(&env, &["search", "crate", "--json", "-n", "500"]);
     assert!(!ids_of(&sessions, "id").is_empty());
