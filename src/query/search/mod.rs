@@ -245,11 +245,11 @@ impl From<ShardReadError> for SearchError {
 
 /// What a search starts from the beginning of the command, while the index
 /// opens: the shards' readers (`ShardReaders`; shard 0's too for a ranked
-/// search) and, for a ranked word search, its first scoring queries (the window, no session restriction),
-/// which need only the query and the shard files; scoring was most of the
-/// time after opening. `search` takes their rows when its first queries
-/// are these, and drops them otherwise (when the index records another
-/// number of shards than there are files).
+/// search) and, for a ranked word search, its first scoring queries (the
+/// window, no session restriction), which need only the query and the
+/// shard files; scoring was most of the time after opening. `search` takes
+/// their rows when its first queries are these, and drops them otherwise
+/// (when the index records another number of shards than there are files).
 #[derive(Default)]
 pub struct HeadStart {
     readers: ShardReaders,
