@@ -16,6 +16,7 @@ mod machine;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod port_sqlite;
+mod profile;
 mod push_source;
 pub mod rank;
 mod redaction;
@@ -323,6 +324,8 @@ pub struct Writer {
     pending_messages: RefCell<Vec<i64>>,
     /// Message text left `message_fts`: `purge_artifact_text` has work.
     message_text_deleted: Cell<bool>,
+    /// `PIIDX_SQL_PROFILE`: the statements' times, written when it closes.
+    _sql_profile: Option<profile::SqlProfile>,
 }
 
 impl Writer {
@@ -338,6 +341,7 @@ impl Writer {
             artifact_text_deleted: Cell::new(false),
             message_text_deleted: Cell::new(false),
             pending_messages: Default::default(),
+            _sql_profile: None,
         }
     }
 
@@ -357,6 +361,7 @@ impl Writer {
         conn.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         functions::register(&conn).map_err(sqlite_error(path))?;
         let mut writer = Writer::wrap(conn, path);
+        writer._sql_profile = profile::SqlProfile::from_env(&mut writer.conn);
         schema::check_identity(&writer.conn, path)?;
         writer.configure()?;
         schema::migrate(&mut writer.conn, path)?;

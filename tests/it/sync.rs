@@ -175,3 +175,50 @@ fn a_root_that_is_a_file_or_missing_is_named_as_such() {
     assert_eq!(out.status.code(), Some(2), "{message}");
     assert!(message.contains("does not exist"), "{message}");
 }
+
+/// `PIIDX_SQL_PROFILE=FILE` (docs/performance.md): one line per statement
+/// of the writer, most expensive first; `INSERT INTO entries` ran once per
+/// entry added, and nothing else changes.
+#[test]
+fn the_sql_profile_counts_the_writers_statements() {
+    let env = Env::with_fixture("samples");
+    let profile = env.dir.path().join("statements.tsv");
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env
+        .command(&["sync", "--root", &root, "--json"])
+        .env("PIIDX_SQL_PROFILE", &profile)
+        .output()
+        .expect("run piidx");
+    assert_eq!(out.status.code(), Some(1), "parse errors make it partial");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sync --json");
+    let text = std::fs::read_to_string(&profile).expect("the profile was written");
+    let rows: Vec<(f64, u64, &str)> = text
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.splitn(4, '\t').collect();
+            assert_eq!(fields.len(), 4, "ms, calls, µs per call, SQL: {line}");
+            let ms = fields[0].parse().expect("milliseconds");
+            let calls = fields[1].parse().expect("calls");
+            (ms, calls, fields[3])
+        })
+        .collect();
+    let entries = rows
+        .iter()
+        .find(|(_, _, sql)| sql.starts_with("INSERT INTO entries("))
+        .expect("the entries' insert is in the profile");
+    assert_eq!(
+        serde_json::json!(entries.1),
+        summary["entries_added"],
+        "one run per entry"
+    );
+    assert!(rows.iter().any(|(_, _, sql)| *sql == "COMMIT"));
+    assert!(
+        rows.windows(2).all(|pair| pair[0].0 >= pair[1].0),
+        "most expensive first"
+    );
+    assert!(rows.iter().all(|(_, _, sql)| !sql.contains('\n')));
+    assert_eq!(
+        summary["entries_added"],
+        env.count("SELECT count(*) FROM entries")
+    );
+}
