@@ -28,6 +28,7 @@ mod shared;
 mod state;
 mod stop;
 mod subagents;
+pub mod tokenizer;
 mod write;
 
 use std::cell::{Cell, RefCell};

@@ -47,7 +47,7 @@ pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     // SAFETY: the handle is only used while `conn` is borrowed, on this
     // thread; the statement is finalized before returning.
     let db = unsafe { conn.handle() };
-    let api = unsafe { fts5_api(db) };
+    let api = unsafe { super::tokenizer::fts5_api(db) };
     let rc = match api {
         Some(api) => unsafe {
             match (*api).xCreateFunction {
@@ -71,34 +71,6 @@ pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
             Some(format!("cannot register {FUNCTION} with FTS5")),
         ))
     }
-}
-
-/// The connection's `fts5_api`, or `None` when FTS5 is missing.
-///
-/// # Safety
-/// `db` must be an open connection used by no other thread meanwhile.
-unsafe fn fts5_api(db: *mut ffi::sqlite3) -> Option<*mut ffi::fts5_api> {
-    let mut api: *mut ffi::fts5_api = std::ptr::null_mut();
-    let mut stmt: *mut ffi::sqlite3_stmt = std::ptr::null_mut();
-    let sql = c"SELECT fts5(?1)";
-    // SAFETY: `db` is open (the caller's contract); `api` outlives the
-    // statement, which FTS5 fills in during the step.
-    unsafe {
-        let prepared =
-            ffi::sqlite3_prepare_v2(db, sql.as_ptr(), -1, &mut stmt, std::ptr::null_mut());
-        if prepared == ffi::SQLITE_OK {
-            ffi::sqlite3_bind_pointer(
-                stmt,
-                1,
-                (&mut api as *mut *mut ffi::fts5_api).cast(),
-                c"fts5_api_ptr".as_ptr(),
-                None,
-            );
-            ffi::sqlite3_step(stmt);
-        }
-        ffi::sqlite3_finalize(stmt);
-    }
-    (!api.is_null()).then_some(api)
 }
 
 /// What one query computes once and reuses for every row (FTS5 auxdata).
@@ -623,7 +595,7 @@ mod tests {
     fn phrases_are_counted_as_in_the_instance_list() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         unsafe {
-            let api = fts5_api(conn.handle()).unwrap();
+            let api = crate::store::tokenizer::fts5_api(conn.handle()).unwrap();
             let rc = (*api).xCreateFunction.unwrap()(
                 api,
                 c"counts".as_ptr(),

@@ -55,7 +55,7 @@ pub enum PgError {
     #[error("sending rows to the team store {url}")]
     Copy { url: String, source: std::io::Error },
     #[error(transparent)]
-    Lexemes(#[from] lexemes::LexemeError),
+    Lexemes(#[from] crate::store::tokenizer::TokenizerError),
     #[error(transparent)]
     Words(#[from] words::Malformed),
     #[error(transparent)]

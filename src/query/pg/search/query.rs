@@ -4,7 +4,8 @@
 //! lexemes to look up (`Query::terms`).
 
 use crate::query::search::syntax::{has_unspaced_script, translate};
-use crate::store::pg::lexemes::{LexemeError, TRIGRAM_MARK, Tokenizers};
+use crate::store::pg::lexemes::{TRIGRAM_MARK, Tokenizers};
+use crate::store::tokenizer::TokenizerError;
 
 /// A lexeme to look up: exactly, or every lexeme it starts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -38,7 +39,7 @@ pub struct Query {
 #[derive(Debug, thiserror::Error)]
 pub enum ParseError {
     #[error(transparent)]
-    Lexemes(#[from] LexemeError),
+    Lexemes(#[from] TokenizerError),
     #[error("the tsquery {0:?} cannot be read: {1}")]
     Raw(String, &'static str),
     #[error("the query nests parentheses more than {MAX_DEPTH} deep; flatten it")]
