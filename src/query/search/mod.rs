@@ -27,6 +27,7 @@
 
 mod body;
 pub mod chunk_text;
+mod fts5_snippet;
 mod hit;
 mod outputs;
 mod plan;

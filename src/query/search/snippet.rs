@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use super::body::chunk_body;
+use super::fts5_snippet;
 use super::{MARK_CLOSE, MARK_OPEN};
 
 /// Control characters (newlines, tabs, terminal escapes from tool output)
@@ -83,6 +84,14 @@ pub(super) fn snippets_of(
     Ok(Marking::new(table == "fts_trigram", expr, bodies))
 }
 
+/// The tokenizers of the scratch table: the shards' (`store::fts`).
+const WORDS: &str = "unicode61 remove_diacritics 2";
+const TRIGRAM: &str = "trigram";
+/// `snippet()`'s marks (`MARK_OPEN`, `MARK_CLOSE`, the ellipsis) and its
+/// most tokens.
+const MARKS: (&str, &str, &str) = ("\u{2}", "\u{3}", "…");
+const TOKENS: i64 = 24;
+
 /// The chunks' text and the query, ready to be marked by FTS5 (the team
 /// store's hits are marked so too, as the index marks its own).
 pub(crate) struct Marking {
@@ -99,18 +108,26 @@ impl Marking {
         bodies.sort_unstable_by_key(|(id, _)| *id);
         bodies.dedup_by_key(|(id, _)| *id);
         Marking {
-            tokenize: if trigrams {
-                "trigram"
-            } else {
-                "unicode61 remove_diacritics 2"
-            },
+            tokenize: if trigrams { TRIGRAM } else { WORDS },
             expr: expr.to_owned(),
             bodies,
         }
     }
 
-    /// Each chunk's snippet, by chunk id.
+    /// Each chunk's snippet, by chunk id: computed as FTS5 computes it
+    /// (`fts5_snippet`) for the queries that module reads, else by FTS5.
     pub(crate) fn run(self) -> rusqlite::Result<HashMap<i64, String>> {
+        let direct = (self.tokenize != TRIGRAM)
+            .then(|| fts5_snippet::snippets(&self.expr, &self.bodies, MARKS, TOKENS))
+            .flatten();
+        match direct {
+            Some(snippets) => Ok(snippets),
+            None => self.run_in_fts5(),
+        }
+    }
+
+    /// `run` by FTS5 itself.
+    fn run_in_fts5(self) -> rusqlite::Result<HashMap<i64, String>> {
         let mut scratch = rusqlite::Connection::open_in_memory()?;
         scratch.execute_batch(&format!(
             "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{}')",
@@ -128,11 +145,15 @@ impl Marking {
             }
         }
         filling.commit()?;
+        let (open, close, ellipsis) = MARKS;
         let mut snippets = scratch.prepare(
-            "SELECT rowid, snippet(snip, 0, char(2), char(3), '…', 24) FROM snip WHERE snip MATCH ?1",
+            "SELECT rowid, snippet(snip, 0, ?2, ?3, ?4, ?5) FROM snip WHERE snip MATCH ?1",
         )?;
         snippets
-            .query_map([&self.expr], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .query_map(
+                rusqlite::params![self.expr, open, close, ellipsis, TOKENS],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?
             .collect()
     }
 }
@@ -153,5 +174,96 @@ mod tests {
     fn scan_snippets_mark_the_match() {
         let snippet = scan_snippet("hello SessionManager world", &["sessionman".to_owned()]);
         assert_eq!(snippet, "hello \u{2}SessionMan\u{3}ager world");
+    }
+
+    /// The snippets computed here and FTS5's own for `query` (as search
+    /// translates it) over `docs`; the first is `None` when the query is
+    /// left to FTS5.
+    fn both(query: &str, docs: &[String]) -> (Option<HashMap<i64, String>>, HashMap<i64, String>) {
+        let expr = super::super::syntax::translate(query).expr;
+        let bodies: Vec<(i64, String)> = (1..).zip(docs.iter().cloned()).collect();
+        let direct = fts5_snippet::snippets(&expr, &bodies, MARKS, TOKENS);
+        let fts5 = Marking::new(false, &expr, bodies).run_in_fts5().unwrap();
+        (direct, fts5)
+    }
+
+    #[test]
+    fn snippets_are_fts5s_own() {
+        let long = "Intro words here. The parser reads every line: then it stops. \
+                    Nothing else matters much here at all, not even the parser \
+                    which reads again and again and again until the very end of \
+                    the text, where the Café sits.  Last: parser";
+        let docs = vec![
+            long.to_owned(),
+            "parse parser parsers Parsing".to_owned(),
+            "fn main() { error!(\"x\") }\u{0} after a NUL parser".to_owned(),
+            "nothing to see".to_owned(),
+            // Two phrases at one place: FTS5 lists the first one first.
+            format!("{}the error at{}", "word ".repeat(40), " word".repeat(30)),
+        ];
+        for query in [
+            "the \"the error at\"",
+            "\"the error at\" the",
+            "parser",
+            "pars*",
+            "\"parser reads\"",
+            "fn main",
+            "cafe OR error",
+            "(parser OR error) every",
+            "Café x",
+        ] {
+            let (direct, fts5) = both(query, &docs);
+            assert_eq!(direct.as_ref(), Some(&fts5), "{query}");
+        }
+        // The NUL ends the snippet, as SQLite's `%.*s` ends it.
+        assert_eq!(
+            both("error", &docs).1[&3],
+            "fn main() { \u{2}error\u{3}!(\"x\") }"
+        );
+        // Left to FTS5: NOT, and an AND inside an OR.
+        assert_eq!(both("parser NOT error", &docs).0, None);
+        assert_eq!(both("(parser every) OR error", &docs).0, None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        #[test]
+        fn snippets_match_fts5_on_any_text(
+            docs in proptest::collection::vec(
+                proptest::collection::vec(
+                    (
+                        proptest::sample::select(vec![
+                            "the", "error", "Café", "cafe", "fn", "main()", "parse", "parser",
+                            "Parsers", "x", "ünïcödé", "日本語", "serde_json", "a.b", "\u{0}", "",
+                        ]),
+                        proptest::sample::select(vec![
+                            " ", " ", " ", " ", " ", "  ", "\n", ". ", ": ", ".\n", "-", "\t", "\r\n", ",", ".", ":",
+                        ]),
+                    ),
+                    0..120,
+                ),
+                1..6,
+            ),
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "error", "error", "parser", "parse*", "pars*", "\"fn main\"", "cafe", "Café", "OR",
+                    "AND", "NOT", "(", ")", "the", "the", "x", "serde_json", "zzz", "\"the error\"", "a.b",
+                ]),
+                1..5,
+            ),
+        ) {
+            let docs: Vec<String> = docs
+                .iter()
+                .map(|doc| doc.iter().map(|(word, sep)| format!("{word}{sep}")).collect())
+                .collect();
+            let query = words.join(" ");
+            if super::super::syntax::translate(&query).is_empty() {
+                return Ok(());
+            }
+            let (direct, fts5) = both(&query, &docs);
+            if let Some(direct) = direct {
+                proptest::prop_assert_eq!(direct, fts5, "query {:?}", query);
+            }
+        }
     }
 }
