@@ -109,6 +109,23 @@ impl ShardReaders {
         self.stop = stop;
     }
 
+    /// Runs `job`, which needs no connection, on the thread of a reader
+    /// (shard 0's, else shard 1's) after the queries sent to it before: a
+    /// thread that is up, and idle once they are done. The reply comes on
+    /// the returned channel; `None` when there is no reader to run it.
+    pub fn spare<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<mpsc::Receiver<T>> {
+        let reader = self.shard0.as_ref().or(self.readers.first())?;
+        let (reply, replied) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |_| {
+            let _ = reply.send(job());
+        });
+        reader.jobs.send(job).ok()?;
+        Some(replied)
+    }
+
     /// How many queries `run` runs at once: one on the index's connection
     /// and one per reader.
     pub fn connections(&self) -> usize {

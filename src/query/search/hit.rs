@@ -3,11 +3,13 @@
 //! only (stage 1 reads no text and joins as little as it can).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, mpsc};
 
 use super::body::chunk_body;
 use super::plan::Plan;
 use super::snippet::{Marking, clean_snippet, scan_snippet, snippets_of};
-use super::{Hit, RunRef};
+use super::{Hit, RunRef, SearchError};
+use crate::store::ShardReaders;
 use crate::time::format_iso_ms;
 
 /// A hit's details, its subagent run (`chunk_runs`, migration 0002: the
@@ -36,21 +38,26 @@ const DETAILS: &str = "SELECT j.key, s.session_id, s.file_path, s.name, s.first_
    LEFT JOIN files cf ON cf.file_id = cr.file_id";
 
 /// The hits of the chosen chunks (chunk id, score), in that order: a chunk
-/// a sync removed since it was ranked is left out.
+/// a sync removed since it was ranked is left out. A word search's
+/// snippets are marked on a shard reader's thread, idle by now.
 pub(super) fn hits(
     conn: &rusqlite::Connection,
+    readers: &ShardReaders,
     plan: &Plan,
     best: Vec<(i64, f64)>,
-) -> rusqlite::Result<Vec<Hit>> {
-    // Nothing to look up, nor a scratch table to open on a thread for it.
+) -> Result<Vec<Hit>, SearchError> {
+    // Nothing to look up, nor snippets to mark.
     if best.is_empty() {
         return Ok(Vec::new());
     }
     let chosen: Vec<i64> = best.iter().map(|(chunk_id, _)| *chunk_id).collect();
-    // A word search's snippets are marked by FTS5 on a thread of their own
-    // (their text is read first, here), while the details are read.
+    // A word search's snippets are marked while the details are read
+    // (their text is read first, here).
     let marking = match plan {
-        Plan::Fts { table, expr } => Some(in_background(snippets_of(conn, table, expr, &chosen)?)),
+        Plan::Fts { table, expr } => Some(Pending::start(
+            snippets_of(conn, table, expr, &chosen)?,
+            readers,
+        )),
         Plan::Scan { .. } => None,
     };
     let mut hits = details(conn, &best)?;
@@ -130,37 +137,70 @@ fn details(conn: &rusqlite::Connection, best: &[(i64, f64)]) -> rusqlite::Result
     Ok(found.into_iter().map(|(_, hit)| hit).collect())
 }
 
-/// FTS5's marking of the snippets, on a thread of its own when one can be
-/// started, else here.
-enum Pending {
-    Thread(std::thread::JoinHandle<rusqlite::Result<HashMap<i64, String>>>),
-    Done(rusqlite::Result<HashMap<i64, String>>),
+/// The marking of the snippets, sent to a shard reader's thread when
+/// there is one, else done here when they are asked for.
+struct Pending {
+    /// The marking until a thread takes it.
+    slot: Arc<Mutex<Option<Marking>>>,
+    reply: Option<mpsc::Receiver<rusqlite::Result<HashMap<i64, String>>>>,
 }
 
-fn in_background(marking: Marking) -> Pending {
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(marking)));
-    let taken = slot.clone();
-    let started = std::thread::Builder::new().spawn(move || {
-        let marking = taken.lock().ok().and_then(|mut slot| slot.take());
-        marking.map_or_else(|| Ok(HashMap::new()), Marking::run)
-    });
-    match started {
-        Ok(thread) => Pending::Thread(thread),
-        // No thread: the marking was not moved out of the slot.
-        Err(_) => {
-            let marking = slot.lock().ok().and_then(|mut slot| slot.take());
-            Pending::Done(marking.map_or_else(|| Ok(HashMap::new()), Marking::run))
+impl Pending {
+    fn start(marking: Marking, readers: &ShardReaders) -> Pending {
+        let slot = Arc::new(Mutex::new(Some(marking)));
+        let taken = slot.clone();
+        let reply =
+            readers.spare(move || take(&taken).map_or_else(|| Ok(HashMap::new()), Marking::run));
+        Pending { slot, reply }
+    }
+
+    /// Each chunk's snippet, by chunk id.
+    fn finish(self) -> Result<HashMap<i64, String>, SearchError> {
+        if let Some(snippets) = self.reply.and_then(|reply| reply.recv().ok()) {
+            return Ok(snippets?);
+        }
+        // No reader, or its thread ended before it took the marking: here.
+        // Taken and not answered, it ended while marking.
+        match take(&self.slot) {
+            Some(marking) => Ok(marking.run()?),
+            None => Err(SearchError::ShardConnection(
+                "its thread stopped while marking the snippets".to_owned(),
+            )),
         }
     }
 }
 
-impl Pending {
-    fn finish(self) -> rusqlite::Result<HashMap<i64, String>> {
-        match self {
-            Pending::Thread(thread) => thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Pending::Done(snippets) => snippets,
-        }
+fn take(slot: &Mutex<Option<Marking>>) -> Option<Marking> {
+    slot.lock().ok().and_then(|mut marking| marking.take())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marking() -> Marking {
+        Marking::new(
+            false,
+            "\"parser\"",
+            vec![(7, "the parser reads".to_owned())],
+        )
+    }
+
+    #[test]
+    fn snippets_are_marked_here_without_a_reader() {
+        let pending = Pending::start(marking(), &ShardReaders::default());
+        assert!(pending.reply.is_none());
+        let snippets = pending.finish().unwrap();
+        assert_eq!(snippets[&7], "the \u{2}parser\u{3} reads");
+    }
+
+    #[test]
+    fn a_marking_taken_and_not_answered_is_an_error() {
+        let pending = Pending::start(marking(), &ShardReaders::default());
+        take(&pending.slot);
+        assert!(matches!(
+            pending.finish(),
+            Err(SearchError::ShardConnection(_))
+        ));
     }
 }

@@ -21,9 +21,9 @@
 //! is ranked (or sorted by time) among its newest matches first, and among
 //! more only when those hold too few hits: `stage` lists these attempts and
 //! runs each one. The top entries get a snippet (`hit`, `snippet`: computed
-//! for them only; the shards store no text, so the chosen chunks are cut
-//! out of their entries by `chunk_text` and re-tokenised in a scratch
-//! table).
+//! for them only, on a shard reader's thread while their details are read;
+//! the shards store no text, so the chosen chunks are cut out of their
+//! entries by `chunk_text` and tokenized again: `fts5_snippet`).
 
 mod body;
 pub mod chunk_text;
@@ -438,7 +438,7 @@ fn search_attached(
         }
     }
     // Stage 2: details and a snippet for the chosen chunks only.
-    let hits = hit::hits(conn, plan, best)?;
+    let hits = hit::hits(conn, &head.readers, plan, best)?;
     // oh-my-pi's full tool outputs, matched with the same words (not a
     // --raw query: its columns are the shards').
     match plan {
