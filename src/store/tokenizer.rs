@@ -13,6 +13,10 @@ use std::ptr;
 
 use rusqlite::ffi;
 
+/// The shards' word tokenizer, name and arguments (`fts::SHARD_SCHEMA`'s
+/// `tokenize = 'unicode61 remove_diacritics 2'`).
+pub const WORDS: (&str, &[&str]) = ("unicode61", &["remove_diacritics", "2"]);
+
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
     #[error("opening SQLite's FTS5 tokenizers")]

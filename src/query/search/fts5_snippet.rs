@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 
-use crate::store::tokenizer::{Purpose, Token, Tokenizer, TokenizerError};
+use crate::store::tokenizer::{Purpose, Token, Tokenizer, TokenizerError, WORDS};
 
 /// FTS5's longest token (`FTS5_MAX_TOKEN_SIZE`): longer ones are cut, in
 /// documents and queries alike.
@@ -41,7 +41,7 @@ enum Tree {
 
 /// A query `snippet` can mark: its phrases in the order FTS5 numbers them
 /// (as written), and how they combine.
-pub(super) struct Query {
+struct Query {
     phrases: Vec<Phrase>,
     tree: Tree,
 }
@@ -212,7 +212,7 @@ fn marks_every_occurrence(tree: &Tree, under_or: bool) -> bool {
 
 impl Query {
     /// `expr` as `snippet` marks it, or `None` when only FTS5 itself can.
-    pub(super) fn parse(expr: &str, tokenizer: &Tokenizer) -> Option<Query> {
+    fn parse(expr: &str, tokenizer: &Tokenizer) -> Option<Query> {
         let items = items(expr)?;
         let mut parser = Parser {
             items: &items,
@@ -315,7 +315,7 @@ fn instances(found: &[Vec<usize>]) -> Vec<Inst> {
 
 /// The snippet FTS5 makes of `doc` for `query` with `snippet(t, 0, open,
 /// close, ellipsis, n_token)`, or `None` when the row would not match.
-pub(super) fn snippet(
+fn snippet(
     query: &Query,
     tokenizer: &Tokenizer,
     doc: &str,
@@ -548,8 +548,9 @@ fn highlight(
         .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
 }
 
-/// Each body's snippet by chunk id, or `None` when `expr` is not a query
-/// this module marks (the caller asks FTS5). A body the query does not
+/// Each body's snippet by chunk id, tokenized as the shards' words are, or
+/// `None` when `expr` is not a query this module marks (the caller asks
+/// FTS5). A body the query does not
 /// match gets none, as FTS5's query returns no row for it.
 pub(super) fn snippets(
     expr: &str,
@@ -557,7 +558,7 @@ pub(super) fn snippets(
     marks: (&str, &str, &str),
     n_token: i64,
 ) -> Option<HashMap<i64, String>> {
-    let tokenizer = Tokenizer::new("unicode61", &["remove_diacritics", "2"]).ok()?;
+    let tokenizer = Tokenizer::new(WORDS.0, WORDS.1).ok()?;
     let query = Query::parse(expr, &tokenizer)?;
     let mut out = HashMap::with_capacity(bodies.len());
     for (chunk_id, body) in bodies {

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use super::body::chunk_body;
 use super::fts5_snippet;
 use super::{MARK_CLOSE, MARK_OPEN};
+use crate::store::tokenizer::WORDS;
 
 /// Control characters (newlines, tabs, terminal escapes from tool output)
 /// become spaces, so a snippet is one safe line; the match marks stay.
@@ -84,9 +85,6 @@ pub(super) fn snippets_of(
     Ok(Marking::new(table == "fts_trigram", expr, bodies))
 }
 
-/// The tokenizers of the scratch table: the shards' (`store::fts`).
-const WORDS: &str = "unicode61 remove_diacritics 2";
-const TRIGRAM: &str = "trigram";
 /// `snippet()`'s marks (`MARK_OPEN`, `MARK_CLOSE`, the ellipsis) and its
 /// most tokens.
 const MARKS: (&str, &str, &str) = ("\u{2}", "\u{3}", "…");
@@ -95,7 +93,8 @@ const TOKENS: i64 = 24;
 /// The chunks' text and the query, ready to be marked by FTS5 (the team
 /// store's hits are marked so too, as the index marks its own).
 pub(crate) struct Marking {
-    tokenize: &'static str,
+    /// Tokenized as the trigram tables are, not as words.
+    trigrams: bool,
     expr: String,
     /// (chunk id, text), in chunk id order.
     bodies: Vec<(i64, String)>,
@@ -108,7 +107,7 @@ impl Marking {
         bodies.sort_unstable_by_key(|(id, _)| *id);
         bodies.dedup_by_key(|(id, _)| *id);
         Marking {
-            tokenize: if trigrams { TRIGRAM } else { WORDS },
+            trigrams,
             expr: expr.to_owned(),
             bodies,
         }
@@ -117,7 +116,7 @@ impl Marking {
     /// Each chunk's snippet, by chunk id: computed as FTS5 computes it
     /// (`fts5_snippet`) for the queries that module reads, else by FTS5.
     pub(crate) fn run(self) -> rusqlite::Result<HashMap<i64, String>> {
-        let direct = (self.tokenize != TRIGRAM)
+        let direct = (!self.trigrams)
             .then(|| fts5_snippet::snippets(&self.expr, &self.bodies, MARKS, TOKENS))
             .flatten();
         match direct {
@@ -128,10 +127,14 @@ impl Marking {
 
     /// `run` by FTS5 itself.
     fn run_in_fts5(self) -> rusqlite::Result<HashMap<i64, String>> {
+        let tokenize = if self.trigrams {
+            "trigram".to_owned()
+        } else {
+            format!("{} {}", WORDS.0, WORDS.1.join(" "))
+        };
         let mut scratch = rusqlite::Connection::open_in_memory()?;
         scratch.execute_batch(&format!(
-            "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{}')",
-            self.tokenize
+            "CREATE VIRTUAL TABLE snip USING fts5(body, tokenize = '{tokenize}')"
         ))?;
         // In one transaction and in rowid order: FTS5 writes its pending terms
         // out as a segment at every commit, and before any row whose id is not

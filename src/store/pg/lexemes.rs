@@ -19,7 +19,7 @@
 //! two-character term is a prefix query that finds every place it occurs.
 
 use crate::store::tokenizer::TokenizerError;
-use crate::store::tokenizer::{Purpose, Tokenizer};
+use crate::store::tokenizer::{Purpose, Tokenizer, WORDS};
 
 /// What starts a trigram lexeme: not a token character of unicode61, so no
 /// word is ever one.
@@ -37,7 +37,7 @@ pub struct Tokenizers {
 impl Tokenizers {
     pub fn new() -> Result<Tokenizers, TokenizerError> {
         Ok(Tokenizers {
-            words: Tokenizer::new("unicode61", &["remove_diacritics", "2"])?,
+            words: Tokenizer::new(WORDS.0, WORDS.1)?,
             trigrams: Tokenizer::new("trigram", &[])?,
         })
     }
