@@ -142,22 +142,31 @@ fn details(conn: &rusqlite::Connection, best: &[(i64, f64)]) -> rusqlite::Result
 struct Pending {
     /// The marking until a thread takes it.
     slot: Arc<Mutex<Option<Marking>>>,
-    reply: Option<mpsc::Receiver<rusqlite::Result<HashMap<i64, String>>>>,
+    /// The snippets, or the marking's panic (the reader's thread lives on).
+    reply: Option<mpsc::Receiver<std::thread::Result<rusqlite::Result<Snippets>>>>,
 }
+
+type Snippets = HashMap<i64, String>;
 
 impl Pending {
     fn start(marking: Marking, readers: &ShardReaders) -> Pending {
         let slot = Arc::new(Mutex::new(Some(marking)));
         let taken = slot.clone();
-        let reply =
-            readers.spare(move || take(&taken).map_or_else(|| Ok(HashMap::new()), Marking::run));
+        let reply = readers.spare(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                take(&taken).map_or_else(|| Ok(HashMap::new()), Marking::run)
+            }))
+        });
         Pending { slot, reply }
     }
 
     /// Each chunk's snippet, by chunk id.
-    fn finish(self) -> Result<HashMap<i64, String>, SearchError> {
-        if let Some(snippets) = self.reply.and_then(|reply| reply.recv().ok()) {
-            return Ok(snippets?);
+    fn finish(self) -> Result<Snippets, SearchError> {
+        match self.reply.and_then(|reply| reply.recv().ok()) {
+            Some(Ok(snippets)) => return Ok(snippets?),
+            // As if it had panicked here.
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => {}
         }
         // No reader, or its thread ended before it took the marking: here.
         // Taken and not answered, it ended while marking.
