@@ -26,6 +26,11 @@ use crate::store::tokenizer::{Purpose, Token, Tokenizer, TokenizerError, WORDS};
 /// documents and queries alike.
 const MAX_TOKEN: usize = 32_768;
 
+/// A token as FTS5 indexes and queries it: cut at `MAX_TOKEN` bytes.
+fn cut(token: &[u8]) -> &[u8] {
+    &token[..token.len().min(MAX_TOKEN)]
+}
+
 /// A phrase: its tokens, the last one a prefix when `prefix`.
 struct Phrase {
     tokens: Vec<Vec<u8>>,
@@ -37,6 +42,17 @@ enum Tree {
     Phrase(usize),
     And(Vec<Tree>),
     Or(Vec<Tree>),
+}
+
+impl Tree {
+    /// Whether a row where each phrase occurs at `found[phrase]` matches.
+    fn matches(&self, found: &[Vec<usize>]) -> bool {
+        match self {
+            Tree::Phrase(phrase) => !found[*phrase].is_empty(),
+            Tree::And(parts) => parts.iter().all(|p| p.matches(found)),
+            Tree::Or(parts) => parts.iter().any(|p| p.matches(found)),
+        }
+    }
 }
 
 /// A query `snippet` can mark: its phrases in the order FTS5 numbers them
@@ -192,7 +208,7 @@ fn phrase(tokenizer: &Tokenizer, text: &str, prefix: bool) -> Option<Phrase> {
     tokenizer
         .tokenize(text, Purpose::Query { prefix }, &mut |token| {
             if !token.colocated {
-                tokens.push(token.text[..token.text.len().min(MAX_TOKEN)].to_vec());
+                tokens.push(cut(token.text).to_vec());
             }
         })
         .ok()?;
@@ -228,14 +244,6 @@ impl Query {
             tree,
         })
     }
-
-    fn matches(&self, tree: &Tree, found: &[Vec<usize>]) -> bool {
-        match tree {
-            Tree::Phrase(phrase) => !found[*phrase].is_empty(),
-            Tree::And(parts) => parts.iter().all(|p| self.matches(p, found)),
-            Tree::Or(parts) => parts.iter().any(|p| self.matches(p, found)),
-        }
-    }
 }
 
 /// A document's tokens (FTS5 numbers them from 0, colocated ones aside).
@@ -255,8 +263,7 @@ impl Tokens {
         };
         tokenizer.tokenize(doc, Purpose::Document, &mut |token: Token<'_>| {
             if !token.colocated {
-                let text = &token.text[..token.text.len().min(MAX_TOKEN)];
-                tokens.text.extend_from_slice(text);
+                tokens.text.extend_from_slice(cut(token.text));
                 tokens
                     .list
                     .push((tokens.text.len(), token.start, token.end));
@@ -324,7 +331,7 @@ fn snippet(
 ) -> Result<Option<String>, TokenizerError> {
     let tokens = Tokens::of(tokenizer, doc)?;
     let found: Vec<Vec<usize>> = query.phrases.iter().map(|p| tokens.find(p)).collect();
-    if !query.matches(&query.tree, &found) {
+    if !query.tree.matches(&found) {
         return Ok(None);
     }
     let sizes: Vec<i64> = query
@@ -485,7 +492,12 @@ fn highlight(
         let upto = text.iter().position(|b| *b == 0).unwrap_or(text.len());
         out.extend_from_slice(&text[..upto]);
     };
-    let piece = |from: usize, to: usize| &bytes[from.min(to)..to];
+    // FTS5's offsets are inside the text; clamped all the same, as
+    // `sentence_starts` clamps them.
+    let piece = |from: usize, to: usize| {
+        let to = to.min(bytes.len());
+        &bytes[from.min(to)..to]
+    };
     let range_end = start + window.n_token - 1;
     if start > 0 {
         append(ellipsis.as_bytes());
@@ -550,8 +562,8 @@ fn highlight(
 
 /// Each body's snippet by chunk id, tokenized as the shards' words are, or
 /// `None` when `expr` is not a query this module marks (the caller asks
-/// FTS5). A body the query does not
-/// match gets none, as FTS5's query returns no row for it.
+/// FTS5). A body the query does not match gets none, as FTS5's query
+/// returns no row for it.
 pub(super) fn snippets(
     expr: &str,
     bodies: &[(i64, String)],

@@ -116,9 +116,11 @@ impl Marking {
     /// Each chunk's snippet, by chunk id: computed as FTS5 computes it
     /// (`fts5_snippet`) for the queries that module reads, else by FTS5.
     pub(crate) fn run(self) -> rusqlite::Result<HashMap<i64, String>> {
-        let direct = (!self.trigrams)
-            .then(|| fts5_snippet::snippets(&self.expr, &self.bodies, MARKS, TOKENS))
-            .flatten();
+        let direct = if self.trigrams {
+            None
+        } else {
+            fts5_snippet::snippets(&self.expr, &self.bodies, MARKS, TOKENS)
+        };
         match direct {
             Some(snippets) => Ok(snippets),
             None => self.run_in_fts5(),
