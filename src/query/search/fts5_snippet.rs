@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 
+use super::syntax::{MatchItem, match_items};
 use crate::store::tokenizer::{Purpose, Token, Tokenizer, TokenizerError, WORDS};
 
 /// FTS5's longest token (`FTS5_MAX_TOKEN_SIZE`): longer ones are cut, in
@@ -62,7 +63,7 @@ struct Query {
     tree: Tree,
 }
 
-/// One item of a MATCH expression.
+/// One item of a MATCH expression, as the parser below reads it.
 #[derive(Debug, PartialEq)]
 enum Item {
     Phrase { text: String, prefix: bool },
@@ -75,47 +76,19 @@ enum Item {
 /// The items of `expr`, or `None` for anything but quoted phrases (a `*`
 /// right after one), `AND`, `OR` and parentheses.
 fn items(expr: &str) -> Option<Vec<Item>> {
-    let mut items = Vec::new();
-    let mut chars = expr.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                let mut text = String::new();
-                loop {
-                    match chars.next()? {
-                        '"' if chars.peek() == Some(&'"') => {
-                            chars.next();
-                            text.push('"');
-                        }
-                        '"' => break,
-                        c => text.push(c),
-                    }
-                }
-                let prefix = chars.next_if_eq(&'*').is_some();
-                items.push(Item::Phrase { text, prefix });
-            }
-            '(' => items.push(Item::Open),
-            ')' => items.push(Item::Close),
-            c if is_fts5_space(c) => {}
-            _ => {
-                let mut word = String::from(c);
-                while let Some(c) = chars.next_if(|c| !is_fts5_space(*c) && !"\"()".contains(*c)) {
-                    word.push(c);
-                }
-                items.push(match word.as_str() {
-                    "AND" => Item::And,
-                    "OR" => Item::Or,
-                    _ => return None,
-                });
-            }
-        }
-    }
-    Some(items)
-}
-
-/// What FTS5's expression parser skips between items.
-fn is_fts5_space(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\r')
+    match_items(expr)?
+        .into_iter()
+        .map(|item| match item {
+            MatchItem::Phrase { text, prefix } => Some(Item::Phrase { text, prefix }),
+            MatchItem::Bareword(word) => match word.as_str() {
+                "AND" => Some(Item::And),
+                "OR" => Some(Item::Or),
+                _ => None,
+            },
+            MatchItem::Open => Some(Item::Open),
+            MatchItem::Close => Some(Item::Close),
+        })
+        .collect()
 }
 
 /// A recursive-descent reading of the items: OR binds loosest, then AND

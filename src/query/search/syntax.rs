@@ -77,6 +77,63 @@ fn quote(text: &str) -> String {
     format!("\"{}\"", text.replace('"', "\"\""))
 }
 
+/// One item of an FTS5 MATCH expression, as `translate` writes them and
+/// `--raw` may: a quoted string (`quote`), a prefix when a `*` follows it;
+/// a bareword, operators (`AND`, `OR`, `NOT`) included: what a bareword
+/// stands for is its reader's to say; a parenthesis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatchItem {
+    Phrase { text: String, prefix: bool },
+    Bareword(String),
+    Open,
+    Close,
+}
+
+/// The items of `expr`, or `None` when a string is left open (FTS5 refuses
+/// it). The readers of `translate`'s expressions outside FTS5 (the team
+/// store's search, snippets marked without a table) read them here, so
+/// that they read what FTS5 reads. A bareword runs to the next space, quote
+/// or parenthesis.
+pub fn match_items(expr: &str) -> Option<Vec<MatchItem>> {
+    let mut items = Vec::new();
+    let mut chars = expr.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                let mut text = String::new();
+                loop {
+                    match chars.next()? {
+                        '"' if chars.peek() == Some(&'"') => {
+                            chars.next();
+                            text.push('"');
+                        }
+                        '"' => break,
+                        c => text.push(c),
+                    }
+                }
+                let prefix = chars.next_if_eq(&'*').is_some();
+                items.push(MatchItem::Phrase { text, prefix });
+            }
+            '(' => items.push(MatchItem::Open),
+            ')' => items.push(MatchItem::Close),
+            c if is_fts5_space(c) => {}
+            _ => {
+                let mut word = String::from(c);
+                while let Some(c) = chars.next_if(|c| !is_fts5_space(*c) && !"\"()".contains(*c)) {
+                    word.push(c);
+                }
+                items.push(MatchItem::Bareword(word));
+            }
+        }
+    }
+    Some(items)
+}
+
+/// What FTS5's expression parser skips between items (fts5_expr.c).
+fn is_fts5_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+}
+
 fn lex(input: &str) -> Vec<Lexeme> {
     let mut out = Vec::new();
     let mut chars = input.chars().peekable();
@@ -354,6 +411,61 @@ mod tests {
         assert_eq!(t("*foo"), r#""*foo""#);
     }
 
+    /// `expr` written back from its items, spaced as `translate` spaces
+    /// them.
+    fn written(items: &[MatchItem]) -> String {
+        let mut out = String::new();
+        let mut after_open = true;
+        for item in items {
+            if !after_open && *item != MatchItem::Close {
+                out.push(' ');
+            }
+            match item {
+                MatchItem::Phrase { text, prefix } => {
+                    out += &quote(text);
+                    if *prefix {
+                        out.push('*');
+                    }
+                }
+                MatchItem::Bareword(word) => out += word,
+                MatchItem::Open => out.push('('),
+                MatchItem::Close => out.push(')'),
+            }
+            after_open = *item == MatchItem::Open;
+        }
+        out
+    }
+
+    #[test]
+    fn match_items_read_what_fts5_reads() {
+        use MatchItem::*;
+        let phrase = |text: &str, prefix| Phrase {
+            text: text.to_owned(),
+            prefix,
+        };
+        let word = |text: &str| Bareword(text.to_owned());
+        assert_eq!(
+            match_items(r#"("a b" OR "c""d"*) NOT x"#),
+            Some(vec![
+                Open,
+                phrase("a b", false),
+                word("OR"),
+                phrase("c\"d", true),
+                Close,
+                word("NOT"),
+                word("x"),
+            ])
+        );
+        assert_eq!(match_items(r#""a" "open"#), None);
+        assert_eq!(match_items(""), Some(vec![]));
+        // FTS5 skips spaces, tabs and line ends only: a no-break space is
+        // part of a bareword.
+        assert_eq!(
+            match_items("a\u{a0}b\tc\r\n(d)"),
+            Some(vec![word("a\u{a0}b"), word("c"), Open, word("d"), Close])
+        );
+    }
+
     #[test]
     fn operators_need_operands_on_both_sides() {
         assert_eq!(t("a OR b"), r#""a" OR "b""#);
@@ -470,6 +582,8 @@ mod tests {
             if !out.is_empty() {
                 prop_assert!(fts_ok(&conn, &out.expr).is_ok(), "{}", fts_ok(&conn, &out.expr).unwrap_err());
             }
+            let read = match_items(&out.expr).map(|items| written(&items));
+            prop_assert_eq!(read.as_deref(), Some(out.expr.as_str()));
         }
 
         #[test]
@@ -481,6 +595,8 @@ mod tests {
             if !out.is_empty() {
                 prop_assert!(fts_ok(&conn, &out.expr).is_ok(), "{}", fts_ok(&conn, &out.expr).unwrap_err());
             }
+            let read = match_items(&out.expr).map(|items| written(&items));
+            prop_assert_eq!(read.as_deref(), Some(out.expr.as_str()));
             let glued = words.concat();
             let out = translate(&glued);
             if !out.is_empty() {

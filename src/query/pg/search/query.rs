@@ -3,7 +3,7 @@
 //! parsed into an expression over phrases of lexemes (`Expr`), and the
 //! lexemes to look up (`Query::terms`).
 
-use crate::query::search::syntax::{has_unspaced_script, translate};
+use crate::query::search::syntax::{self, MatchItem, has_unspaced_script, translate};
 use crate::store::pg::lexemes::{TRIGRAM_MARK, Tokenizers};
 use crate::store::tokenizer::TokenizerError;
 
@@ -142,67 +142,43 @@ enum Item {
     Close,
 }
 
-/// The items of an FTS5 MATCH expression as `translate` writes it.
+/// The items of an FTS5 MATCH expression as `translate` writes it (which
+/// closes every string it opens: an expression FTS5 would refuse has none).
 fn match_items(expr: &str) -> Vec<Item> {
-    let mut items = Vec::new();
-    let mut chars = expr.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                let text = quoted(&mut chars, '"', false);
-                let prefix = chars.peek() == Some(&'*');
-                if prefix {
-                    chars.next();
-                }
-                items.push(Item::Operand { text, prefix });
-            }
-            '(' => items.push(Item::Open),
-            ')' => items.push(Item::Close),
-            c if c.is_whitespace() => {}
-            _ => {
-                let mut word = String::from(c);
-                while let Some(&c) = chars.peek() {
-                    if c.is_whitespace() || c == '(' || c == ')' || c == '"' {
-                        break;
-                    }
-                    word.push(c);
-                    chars.next();
-                }
-                items.push(match word.as_str() {
-                    "AND" => Item::And,
-                    "OR" => Item::Or,
-                    "NOT" => Item::Not,
-                    _ => Item::Operand {
-                        text: word,
-                        prefix: false,
-                    },
-                });
-            }
-        }
-    }
-    items
+    syntax::match_items(expr)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|item| match item {
+            MatchItem::Phrase { text, prefix } => Item::Operand { text, prefix },
+            MatchItem::Bareword(word) => match word.as_str() {
+                "AND" => Item::And,
+                "OR" => Item::Or,
+                "NOT" => Item::Not,
+                _ => Item::Operand {
+                    text: word,
+                    prefix: false,
+                },
+            },
+            MatchItem::Open => Item::Open,
+            MatchItem::Close => Item::Close,
+        })
+        .collect()
 }
 
-/// The rest of a string opened by `quote`: up to the next `quote` alone
-/// (a doubled one stands for itself; with `backslash`, `\\` escapes the
-/// character after it).
-fn quoted(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    quote: char,
-    backslash: bool,
-) -> String {
+/// The rest of a `tsquery` lexeme opened by `'`: up to the next `'` alone
+/// (a doubled one stands for itself; `\\` escapes the character after it).
+fn quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> String {
     let mut text = String::new();
     while let Some(c) = chars.next() {
-        if c == quote {
-            if chars.peek() != Some(&quote) {
-                break;
+        match c {
+            '\'' if chars.next_if_eq(&'\'').is_none() => break,
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    text.push(next);
+                }
+                continue;
             }
-            chars.next();
-        } else if backslash && c == '\\' {
-            if let Some(next) = chars.next() {
-                text.push(next);
-            }
-            continue;
+            _ => {}
         }
         text.push(c);
     }
@@ -238,7 +214,7 @@ fn tsquery_items(tsquery: &str) -> Result<Vec<Item>, ParseError> {
             c if c.is_whitespace() => {}
             _ => {
                 let text = if c == '\'' {
-                    quoted(&mut chars, '\'', true)
+                    quoted(&mut chars)
                 } else {
                     let mut text = String::from(c);
                     while let Some(&c) = chars.peek() {
