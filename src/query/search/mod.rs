@@ -46,6 +46,7 @@ use serde::Serialize;
 
 use crate::query::scope::Scope;
 use crate::store::{Index, ShardReadError, ShardReaders, Started, Stop, rank, shard_schema};
+#[cfg(feature = "postgres")]
 pub(crate) use plan::role_condition;
 use plan::{Filters, Plan, plan};
 pub use plan::{MAX_QUERY_BYTES, MAX_TERMS, MAX_VALUES, ROLES};
@@ -56,6 +57,7 @@ pub use syntax::as_you_type;
 /// own: every search is bounded, whichever front-end asks.
 pub const SEARCH_BUDGET: Duration = Duration::from_secs(10);
 use stage::{Stage1, rank_window};
+#[cfg(feature = "postgres")]
 pub(crate) use weigh::kind_weight;
 use weigh::rank_sql;
 

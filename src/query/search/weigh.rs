@@ -21,6 +21,7 @@ pub(super) const KIND_WEIGHTS: &str =
 
 /// `KIND_WEIGHTS` for one kind, for the team store's search, which ranks
 /// in the client.
+#[cfg(feature = "postgres")]
 pub(crate) fn kind_weight(kind: &str) -> f64 {
     match kind {
         "user" | "assistant" | "summary" => 1.0,
@@ -234,6 +235,7 @@ fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn kind_weight_is_the_sqls() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
