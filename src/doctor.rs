@@ -419,26 +419,27 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
         redactor: sync::redactor_for(store.redaction(false)?),
     };
     let mut states: Vec<FileState> = states.into_values().collect();
-    states.sort_by(|a, b| a.path.cmp(&b.path));
+    states.sort_by(|a, b| a.stat.path.cmp(&b.stat.path));
     for state in states {
-        if state.status == FileStatus::Deleted {
+        let stat = &state.stat;
+        if stat.status == FileStatus::Deleted {
             continue;
         }
         findings.files_checked += 1;
-        let have = counts.get(&state.file_id).copied().unwrap_or_default();
+        let have = counts.get(&stat.file_id).copied().unwrap_or_default();
         let diff = |reason: String, want: Recount| FileDiff {
-            file_id: state.file_id,
-            path: state.path.display().to_string(),
-            root: state.root.clone(),
+            file_id: stat.file_id,
+            path: Path::new(&stat.path).display().to_string(),
+            root: stat.root.to_string(),
             reason,
             db_entries: have.entries,
             db_parse_errors: have.parse_errors,
             file_entries: want.entries,
             file_parse_errors: want.parse_errors,
         };
-        if let FileStatus::Skipped(reason) = &state.status {
+        if let FileStatus::Skipped(reason) = &stat.status {
             findings.skipped.push(crate::sync::SkippedFile {
-                path: state.path.display().to_string(),
+                path: Path::new(&stat.path).display().to_string(),
                 reason: reason.clone(),
             });
             if have.entries + have.parse_errors > 0 || have.has_session {
@@ -526,7 +527,7 @@ struct Recount {
 
 /// Whether `files` records this size and mtime (a sync then skips the file).
 fn same_stat(state: &FileState, size: u64, mtime_ns: i64) -> bool {
-    state.size == size && state.mtime_ns == mtime_ns
+    state.stat.size == size && state.stat.mtime_ns == mtime_ns
 }
 
 /// Re-reads a whole file; `Err` says why it cannot be compared (gone,
@@ -534,7 +535,8 @@ fn same_stat(state: &FileState, size: u64, mtime_ns: i64) -> bool {
 fn recount(store: &Writer, state: &FileState, options: &IngestOptions) -> Result<Recount, String> {
     use std::os::unix::fs::MetadataExt;
     let stop = state.cursor.offset;
-    let file = match File::open(&state.path) {
+    let stat = &state.stat;
+    let file = match File::open(&stat.path) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return Err("missing on disk; `piidx sync` removes its rows".into());
@@ -547,7 +549,7 @@ fn recount(store: &Writer, state: &FileState, options: &IngestOptions) -> Result
         .unwrap_or((0, 0));
     // pi_agent_rust's SQLite sessions have no byte prefix to compare: their
     // stat says whether they changed, and the re-read below their rows.
-    let sqlite = ingest::is_port_sqlite(&state.path);
+    let sqlite = ingest::is_port_sqlite(Path::new(&stat.path));
     let prefix = Fingerprint::of_prefix(&file, stop.min(size));
     let rewritten = if sqlite {
         !same_stat(state, size, mtime_ns)
@@ -566,16 +568,16 @@ fn recount(store: &Writer, state: &FileState, options: &IngestOptions) -> Result
         ));
     }
     let target = Target {
-        path: state.path.clone(),
-        root: state.root.clone(),
+        path: PathBuf::from(&stat.path),
+        root: stat.root.to_string(),
         rel_path: String::new(),
         depth: 0,
         listed: false,
-        dev: state.dev,
-        ino: state.ino,
+        dev: stat.dev,
+        ino: stat.ino,
         size,
         mtime_ns,
-        seen_ns: state.seen_ns,
+        seen_ns: stat.seen_ns,
     };
     let mut found = Recount {
         size,
@@ -602,7 +604,7 @@ fn recount(store: &Writer, state: &FileState, options: &IngestOptions) -> Result
             skipped = Some(reason);
         }
         if let (Some(first), Some(last)) = (indexed.first(), indexed.last()) {
-            match store.entry_raws(state.file_id, first.byte_offset, last.byte_offset) {
+            match store.entry_raws(stat.file_id, first.byte_offset, last.byte_offset) {
                 Ok(stored) => {
                     let stored: std::collections::HashMap<(i64, i64), String> = stored
                         .into_iter()

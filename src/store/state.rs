@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use rusqlite::{OptionalExtension, Row};
@@ -15,23 +14,6 @@ use rusqlite::{OptionalExtension, Row};
 use super::{Result, Writer};
 use crate::pipeline::{Cursor, FileStatus, SessionFacts};
 use crate::read::Fingerprint;
-
-/// One `files` row, with the cursor needed to resume it.
-#[derive(Debug, Clone)]
-pub struct FileState {
-    pub file_id: i64,
-    pub path: PathBuf,
-    pub root: String,
-    pub status: FileStatus,
-    pub dev: i64,
-    pub ino: i64,
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub seen_ns: i64,
-    pub parser_version: i64,
-    pub cursor: Cursor,
-    pub fingerprint: Fingerprint,
-}
 
 /// What planning needs of one `files` row: its identity, stat and status.
 #[derive(Debug, Clone)]
@@ -50,17 +32,21 @@ pub struct FileStat {
     pub parser_version: i64,
 }
 
+/// One `files` row whole: its stat, and where its reading stopped.
+#[derive(Debug, Clone)]
+pub struct FileState {
+    pub stat: FileStat,
+    pub cursor: Cursor,
+    pub fingerprint: Fingerprint,
+}
+
 impl Writer {
     /// Every file the database knows, sorted by the bytes of its path (the
     /// order of `discover`'s list, so the two are merged without hashing).
     pub fn file_stats(&self) -> Result<Vec<FileStat>> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT file_id, path, root, status, skip_reason, dev, ino, size, mtime_ns,
-                        seen_ns, parser_version
-                 FROM files",
-            )
+            .prepare(&format!("SELECT {STAT_COLUMNS} FROM files f"))
             .map_err(self.err())?;
         let mut rows = stmt.query([]).map_err(self.err())?;
         let mut stats = Vec::new();
@@ -76,9 +62,13 @@ impl Writer {
     /// what was read. `None` when the file has no row (anymore).
     pub fn resume_point(&self, file_id: i64) -> Result<Option<(Cursor, Fingerprint)>> {
         self.conn
-            .prepare_cached(&format!("{STATE_SELECT} WHERE f.file_id = ?1"))
-            .and_then(|mut stmt| stmt.query_row([file_id], file_state).optional())
-            .map(|state| state.map(|state| (state.cursor, state.fingerprint)))
+            .prepare_cached(&format!(
+                "SELECT {RESUME_COLUMNS} FROM {RESUME_FROM} WHERE f.file_id = ?1"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row([file_id], |row| resume_at(row, 0))
+                    .optional()
+            })
             .map_err(self.err())
     }
 
@@ -86,16 +76,29 @@ impl Writer {
     /// comparison; a sync plans from `file_stats`). Keyed by the path's
     /// bytes: `Path`'s own `Hash`/`Eq` walk components.
     pub fn file_states(&self) -> Result<HashMap<OsString, FileState>> {
-        let mut stmt = self.conn.prepare(STATE_SELECT).map_err(self.err())?;
-        let rows = stmt.query_map([], file_state).map_err(self.err())?;
+        let sql = format!("SELECT {STAT_COLUMNS}, {RESUME_COLUMNS} FROM {RESUME_FROM}");
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
+        let mut rows = stmt.query([]).map_err(self.err())?;
         let mut states = HashMap::new();
-        for row in rows {
-            let state = row.map_err(self.err())?;
-            states.insert(state.path.clone().into_os_string(), state);
+        let mut root: Rc<str> = Rc::from("");
+        while let Some(row) = rows.next().map_err(self.err())? {
+            let state = file_state(row, &mut root).map_err(self.err())?;
+            states.insert(state.stat.path.clone(), state);
         }
         Ok(states)
     }
 }
+
+/// The columns `file_stat` reads, in its order, from `files f`.
+const STAT_COLUMNS: &str = "f.file_id, f.path, f.root, f.status, f.skip_reason, f.dev, f.ino,
+     f.size, f.mtime_ns, f.seen_ns, f.parser_version";
+const STAT_COLUMN_COUNT: usize = 11;
+
+/// The columns `resume_at` reads, in its order, from `RESUME_FROM`.
+const RESUME_COLUMNS: &str = "f.offset, f.line_count, f.object_count, f.tail_open,
+     f.last_entry_id, f.head_len, f.head_hash, f.anchor_hash,
+     s.session_id, s.version, s.entry_count";
+const RESUME_FROM: &str = "files f LEFT JOIN sessions s ON s.file_id = f.file_id";
 
 /// One row of `file_stats`' query. `root` is the previous row's root, kept
 /// (and shared) when this row has the same one.
@@ -122,44 +125,39 @@ fn file_stat(row: &Row<'_>, root: &mut Rc<str>) -> rusqlite::Result<FileStat> {
     })
 }
 
-/// A whole `FileState` per row (`file_state` reads the columns by place).
-const STATE_SELECT: &str =
-    "SELECT f.file_id, f.path, f.root, f.status, f.dev, f.ino, f.size, f.mtime_ns,
-        f.parser_version, f.offset, f.line_count, f.object_count, f.tail_open,
-        f.last_entry_id, f.head_len, f.head_hash, f.anchor_hash,
-        s.session_id, s.version, s.entry_count, f.seen_ns, f.skip_reason
- FROM files f LEFT JOIN sessions s ON s.file_id = f.file_id";
-
-fn file_state(row: &Row<'_>) -> rusqlite::Result<FileState> {
-    let session_id: Option<String> = row.get(17)?;
-    let version: Option<i64> = row.get(18)?;
+/// One row of `file_states`' query: `file_stat`'s columns, then
+/// `resume_at`'s.
+fn file_state(row: &Row<'_>, root: &mut Rc<str>) -> rusqlite::Result<FileState> {
+    let (cursor, fingerprint) = resume_at(row, STAT_COLUMN_COUNT)?;
     Ok(FileState {
-        file_id: row.get(0)?,
-        path: PathBuf::from(row.get::<_, String>(1)?),
-        root: row.get(2)?,
-        status: FileStatus::stored(&row.get::<_, String>(3)?, row.get(21)?),
-        dev: row.get::<_, Option<i64>>(4)?.unwrap_or(0),
-        ino: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
-        size: row.get::<_, i64>(6)?.max(0) as u64,
-        mtime_ns: row.get::<_, Option<i64>>(7)?.unwrap_or(0),
-        seen_ns: row.get::<_, Option<i64>>(20)?.unwrap_or(0),
-        parser_version: row.get(8)?,
-        cursor: Cursor {
-            offset: row.get::<_, i64>(9)?.max(0) as u64,
-            line_count: row.get(10)?,
-            object_count: row.get(11)?,
-            tail_open: row.get(12)?,
-            last_entry_id: row.get(13)?,
-            session: session_id.map(|session_id| SessionFacts {
-                session_id,
-                legacy_v1: version.unwrap_or(1) < 2,
-            }),
-            entry_count: row.get::<_, Option<i64>>(19)?.unwrap_or(0),
-        },
-        fingerprint: Fingerprint {
-            head_len: row.get::<_, i64>(14)?.max(0) as u64,
-            head_hash: row.get::<_, Option<i64>>(15)?.unwrap_or(0),
-            anchor_hash: row.get::<_, Option<i64>>(16)?.unwrap_or(0),
-        },
+        stat: file_stat(row, root)?,
+        cursor,
+        fingerprint,
     })
+}
+
+/// Where a file's reading stopped, from `RESUME_COLUMNS` read from the
+/// row's column `first` on.
+fn resume_at(row: &Row<'_>, first: usize) -> rusqlite::Result<(Cursor, Fingerprint)> {
+    let at = |column: usize| first + column;
+    let session_id: Option<String> = row.get(at(8))?;
+    let version: Option<i64> = row.get(at(9))?;
+    let cursor = Cursor {
+        offset: row.get::<_, i64>(at(0))?.max(0) as u64,
+        line_count: row.get(at(1))?,
+        object_count: row.get(at(2))?,
+        tail_open: row.get(at(3))?,
+        last_entry_id: row.get(at(4))?,
+        session: session_id.map(|session_id| SessionFacts {
+            session_id,
+            legacy_v1: version.unwrap_or(1) < 2,
+        }),
+        entry_count: row.get::<_, Option<i64>>(at(10))?.unwrap_or(0),
+    };
+    let fingerprint = Fingerprint {
+        head_len: row.get::<_, i64>(at(5))?.max(0) as u64,
+        head_hash: row.get::<_, Option<i64>>(at(6))?.unwrap_or(0),
+        anchor_hash: row.get::<_, Option<i64>>(at(7))?.unwrap_or(0),
+    };
+    Ok((cursor, fingerprint))
 }
