@@ -312,5 +312,13 @@ mod tests {
             .find(|line| line.starts_with("SEARCH") || line.starts_with("SCAN"))
             .unwrap();
         assert!(first.contains("sessions_agent"), "{plan:#?}");
+        // Each result's output is found by its number, not by reading
+        // every artifact (schema 23).
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("subagent_artifacts_output (base=?)")),
+            "{plan:#?}"
+        );
+        assert!(!plan.iter().any(|line| line == "SCAN a"), "{plan:#?}");
     }
 }

@@ -440,39 +440,6 @@ impl Writer {
                                     LEFT JOIN sessions s ON s.file_id = l.child_file_id
                                    WHERE l.child_file_id IS NOT r.child_file_id
                                       OR s.session_id IS NOT r.child_session_id)",
-            // omp full output → the tool result that references it: in the
-            // session whose folder holds it, or a subagent transcript in
-            // that folder (they share its numbering), by
-            // `details.meta.truncation.artifactId` (or the column-cap's),
-            // else by an `artifact://<N>` in its text.
-            "CREATE TEMP TABLE IF NOT EXISTS temp_output_links(artifact_id INTEGER PRIMARY KEY, entry_rowid INTEGER)",
-            "DELETE FROM temp_output_links",
-            "INSERT INTO temp_output_links(artifact_id, entry_rowid)
-             SELECT a.artifact_id,
-                    (SELECT e.entry_rowid
-                       FROM files f
-                       JOIN entries e ON e.file_id = f.file_id
-                       JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
-                      WHERE (f.path = a.session_path
-                             OR (f.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
-                                 AND f.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
-                                 AND f.path LIKE '%.jsonl'))
-                        AND json_valid(e.raw)
-                        AND (CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) = a.base
-                             OR CAST(json_extract(e.raw, '$.message.details.meta.limits.columnTruncated.artifactId') AS TEXT) = a.base
-                             OR instr(e.raw, 'artifact://' || a.base || ']') OR instr(e.raw, 'artifact://' || a.base || '\"')
-                             OR instr(e.raw, 'artifact://' || a.base || '\\') OR instr(e.raw, 'artifact://' || a.base || ' ')
-                             OR instr(e.raw, 'artifact://' || a.base || ':') OR instr(e.raw, 'artifact://' || a.base || ')'))
-                      ORDER BY CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) IS a.base DESC,
-                               f.path = a.session_path DESC, f.path, e.byte_offset, e.obj_in_line
-                      LIMIT 1)
-               FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL",
-            "UPDATE subagent_artifacts
-                SET entry_rowid = (SELECT l.entry_rowid FROM temp_output_links l
-                                    WHERE l.artifact_id = subagent_artifacts.artifact_id)
-              WHERE artifact_id IN (SELECT l.artifact_id FROM temp_output_links l
-                                      JOIN subagent_artifacts a ON a.artifact_id = l.artifact_id
-                                     WHERE l.entry_rowid IS NOT a.entry_rowid)",
             // Child session → parent session, when its header names none.
             "UPDATE sessions
                 SET parent_session_id = (SELECT r.session_id FROM subagent_runs r
@@ -484,7 +451,28 @@ impl Writer {
         for statement in sql {
             self.conn.execute_batch(statement).map_err(self.err())?;
         }
+        self.link_tool_outputs()?;
         self.link_nested_sessions()
+    }
+
+    /// omp's full output → the tool result that names it: an omp
+    /// `toolResult` in the session whose folder holds the output, or in a
+    /// subagent transcript in that folder (they share its numbering), whose
+    /// `details.meta.truncation.artifactId` is the output's number; else
+    /// the first whose `details.meta.limits.columnTruncated.artifactId` is,
+    /// or whose text says `artifact://<N>`. The session's own file first,
+    /// then by path and place.
+    ///
+    /// Each tool result's ids are read out of its JSON once, into a table
+    /// indexed by the id: matching every output against every result of its
+    /// folder parsed each result's JSON three times per output (30 s for a
+    /// session of 3,000 truncated results). The text is searched only for
+    /// an output no result names by id.
+    fn link_tool_outputs(&self) -> Result<()> {
+        for statement in tool_output_links() {
+            self.conn.execute_batch(&statement).map_err(self.err())?;
+        }
+        Ok(())
     }
 
     /// A session file below another session's own directory
@@ -529,5 +517,316 @@ impl Writer {
             }
         }
         Ok(())
+    }
+}
+
+/// `Writer::link_tool_outputs`' statements, in order.
+fn tool_output_links() -> [String; 9] {
+    // `t` in the folder of `a`'s session (a's `session_path`). The
+    // results are gathered from the outputs' sessions (`CROSS JOIN`
+    // keeps that order): from every tool result of the index instead,
+    // each was tried against every session.
+    const IN_FOLDER: &str = "(t.path = a.session_path
+         OR (t.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+             AND t.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
+             AND t.path LIKE '%.jsonl'))";
+    const FIRST: &str =
+        "ORDER BY t.path = a.session_path DESC, t.path, t.byte_offset, t.obj_in_line
+         LIMIT 1";
+    [
+        "CREATE TEMP TABLE IF NOT EXISTS temp_tool_results(
+           entry_rowid INTEGER PRIMARY KEY, path TEXT NOT NULL, byte_offset INTEGER NOT NULL,
+           obj_in_line INTEGER NOT NULL, output_id TEXT, column_output_id TEXT)"
+            .to_owned(),
+        "CREATE INDEX IF NOT EXISTS temp.temp_tool_results_output ON temp_tool_results(output_id)"
+            .to_owned(),
+        "CREATE INDEX IF NOT EXISTS temp.temp_tool_results_path ON temp_tool_results(path)"
+            .to_owned(),
+        "DELETE FROM temp_tool_results".to_owned(),
+        format!(
+            "INSERT OR IGNORE INTO temp_tool_results
+             SELECT e.entry_rowid, t.path, e.byte_offset, e.obj_in_line,
+                    CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT),
+                    CAST(json_extract(e.raw, '$.message.details.meta.limits.columnTruncated.artifactId')
+                         AS TEXT)
+               FROM (SELECT DISTINCT session_path FROM subagent_artifacts
+                      WHERE kind = 'tool_output' AND session_path IS NOT NULL) a
+               CROSS JOIN files t ON {IN_FOLDER}
+               CROSS JOIN entries e ON e.file_id = t.file_id
+               CROSS JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
+              WHERE json_valid(e.raw)"
+        ),
+        "CREATE TEMP TABLE IF NOT EXISTS temp_output_links(artifact_id INTEGER PRIMARY KEY, entry_rowid INTEGER)"
+            .to_owned(),
+        "DELETE FROM temp_output_links".to_owned(),
+        format!(
+            "INSERT INTO temp_output_links(artifact_id, entry_rowid)
+             SELECT a.artifact_id,
+                    coalesce(
+                      (SELECT t.entry_rowid FROM temp_tool_results t
+                        WHERE t.output_id = a.base AND {IN_FOLDER}
+                        {FIRST}),
+                      (SELECT t.entry_rowid FROM temp_tool_results t
+                         JOIN entries e ON e.entry_rowid = t.entry_rowid
+                        WHERE {IN_FOLDER}
+                          AND (t.column_output_id = a.base
+                               OR instr(e.raw, 'artifact://' || a.base || ']')
+                               OR instr(e.raw, 'artifact://' || a.base || '\"')
+                               OR instr(e.raw, 'artifact://' || a.base || '\\')
+                               OR instr(e.raw, 'artifact://' || a.base || ' ')
+                               OR instr(e.raw, 'artifact://' || a.base || ':')
+                               OR instr(e.raw, 'artifact://' || a.base || ')'))
+                        {FIRST}))
+               FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL"
+        ),
+        "UPDATE subagent_artifacts
+            SET entry_rowid = (SELECT l.entry_rowid FROM temp_output_links l
+                                WHERE l.artifact_id = subagent_artifacts.artifact_id)
+          WHERE artifact_id IN (SELECT l.artifact_id FROM temp_output_links l
+                                  JOIN subagent_artifacts a ON a.artifact_id = l.artifact_id
+                                 WHERE l.entry_rowid IS NOT a.entry_rowid)"
+            .to_owned(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Writer;
+
+    /// The link as one query defined it before `link_tool_outputs` (which
+    /// parsed each tool result's JSON three times per output of its
+    /// folder): the definition the faster one must keep.
+    const DEFINITION: &str = "
+        SELECT a.artifact_id,
+               (SELECT e.entry_rowid
+                  FROM files f
+                  JOIN entries e ON e.file_id = f.file_id
+                  JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
+                 WHERE (f.path = a.session_path
+                        OR (f.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+                            AND f.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
+                            AND f.path LIKE '%.jsonl'))
+                   AND json_valid(e.raw)
+                   AND (CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) = a.base
+                        OR CAST(json_extract(e.raw, '$.message.details.meta.limits.columnTruncated.artifactId') AS TEXT) = a.base
+                        OR instr(e.raw, 'artifact://' || a.base || ']') OR instr(e.raw, 'artifact://' || a.base || '\"')
+                        OR instr(e.raw, 'artifact://' || a.base || '\\') OR instr(e.raw, 'artifact://' || a.base || ' ')
+                        OR instr(e.raw, 'artifact://' || a.base || ':') OR instr(e.raw, 'artifact://' || a.base || ')'))
+                 ORDER BY CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) IS a.base DESC,
+                          f.path = a.session_path DESC, f.path, e.byte_offset, e.obj_in_line
+                 LIMIT 1)
+          FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL
+         ORDER BY a.artifact_id";
+
+    /// Files around one omp session `s.jsonl`: its own, transcripts in its
+    /// folder (one nested deeper), a neighbour whose name starts alike, a
+    /// file in the folder that is not JSONL, and a second session.
+    const FILES: &[&str] = &[
+        "/r/p/s.jsonl",
+        "/r/p/s/0-Explore.jsonl",
+        "/r/p/s/0-Explore/1-Grep.jsonl",
+        "/r/p/s-2.jsonl",
+        "/r/p/s/notes.txt",
+        "/r/p/t.jsonl",
+    ];
+
+    /// One tool result: where it is, and what names an output in it.
+    #[derive(Debug, Clone)]
+    struct Result {
+        file: usize,
+        role_is_result: bool,
+        output_id: Option<u8>,
+        column_id: Option<u8>,
+        /// `artifact://<N>` and the character after it.
+        text_ref: Option<(u8, char)>,
+        valid_json: bool,
+    }
+
+    fn result() -> impl Strategy<Value = Result> {
+        let id = proptest::option::of(0u8..4);
+        (
+            0..FILES.len(),
+            prop::bool::weighted(0.9),
+            id.clone(),
+            id,
+            proptest::option::of((
+                0u8..12,
+                prop::sample::select(vec![']', '"', '\\', ' ', ':', ')', '.', '5']),
+            )),
+            prop::bool::weighted(0.9),
+        )
+            .prop_map(
+                |(file, role_is_result, output_id, column_id, text_ref, valid_json)| Result {
+                    file,
+                    role_is_result,
+                    output_id,
+                    column_id,
+                    text_ref,
+                    valid_json,
+                },
+            )
+    }
+
+    fn raw(result: &Result) -> String {
+        let mut meta = serde_json::Map::new();
+        if let Some(id) = result.output_id {
+            meta.insert(
+                "truncation".into(),
+                serde_json::json!({ "artifactId": id.to_string() }),
+            );
+        }
+        if let Some(id) = result.column_id {
+            meta.insert(
+                "limits".into(),
+                serde_json::json!({ "columnTruncated": { "artifactId": id } }),
+            );
+        }
+        let text = match result.text_ref {
+            Some((id, after)) => format!("cut [full output: artifact://{id}{after}"),
+            None => "cut".to_owned(),
+        };
+        let raw = serde_json::json!({
+            "type": "message",
+            "message": { "role": "toolResult", "content": [{ "type": "text", "text": text }],
+                         "details": { "meta": meta } }
+        })
+        .to_string();
+        if result.valid_json {
+            raw
+        } else {
+            format!("{raw}}}")
+        }
+    }
+
+    /// The index: `FILES`, `results` in them (in order, so byte offsets
+    /// rise), and outputs `(number, session file)`.
+    fn index(results: &[Result], outputs: &[(u8, usize)]) -> (tempfile::TempDir, Writer) {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        let conn = &writer.conn;
+        for (file_id, path) in FILES.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO files(file_id, path, root, rel_path, depth, status, parser_version)
+                 VALUES (?1, ?2, '/r', ?2, 2, 'indexed', 1)",
+                rusqlite::params![file_id as i64, path],
+            )
+            .unwrap();
+        }
+        for (n, result) in results.iter().enumerate() {
+            let role = if result.role_is_result {
+                "toolResult"
+            } else {
+                "assistant"
+            };
+            conn.execute(
+                "INSERT INTO entries(entry_rowid, file_id, session_id, entry_id, type, line_no, byte_offset,
+                                     byte_len, obj_in_line, synthetic_id, glued, raw)
+                 VALUES (?1, ?2, 's', ?1, 'message', ?1, ?3, 1, ?4, 0, 0, ?5)",
+                rusqlite::params![n as i64 + 1, result.file as i64, (n / 2) as i64, (n % 2) as i64, raw(result)],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO message_meta(entry_rowid, file_id, session_id, entry_id, role)
+                 VALUES (?1, ?2, 's', ?1, ?3)",
+                rusqlite::params![n as i64 + 1, result.file as i64, role],
+            )
+            .unwrap();
+        }
+        for (n, (number, session)) in outputs.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO subagent_artifacts(path, root, name, base, kind, size, mtime_ns, session_path)
+                 VALUES (?1, '/r', ?2, ?3, 'tool_output', 1, 1, ?4)",
+                rusqlite::params![
+                    format!("/r/p/out{n}.log"),
+                    format!("{number}.bash.log"),
+                    number.to_string(),
+                    FILES[*session]
+                ],
+            )
+            .unwrap();
+        }
+        (dir, writer)
+    }
+
+    /// The query plan of `statement` on `writer`'s connection, one line
+    /// per step.
+    fn plan(writer: &Writer, statement: &str) -> Vec<String> {
+        writer
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
+            .unwrap()
+            .query_map([], |row| row.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// The links are found from the outputs' sessions and by the outputs'
+    /// numbers: no step reads every tool result of the index, or every
+    /// result of a folder for each output named by its number.
+    #[test]
+    fn outputs_are_linked_from_their_sessions_by_number() {
+        let (_dir, writer) = index(&[], &[]);
+        let statements = super::tool_output_links();
+        let is_insert = |s: &&String| s.trim_start().starts_with("INSERT");
+        for statement in statements.iter().filter(|s| !is_insert(s)) {
+            writer.conn.execute_batch(statement).unwrap();
+        }
+        let mut inserts = statements.iter().filter(is_insert);
+        let fill = plan(&writer, inserts.next().unwrap());
+        let first = fill
+            .iter()
+            .find(|line| line.starts_with("SCAN") || line.starts_with("SEARCH"))
+            .unwrap();
+        assert!(first.contains("subagent_artifacts"), "{fill:#?}");
+        assert!(
+            fill.iter()
+                .any(|line| line.starts_with("SEARCH t USING") && line.contains("(path=?)")),
+            "{fill:#?}"
+        );
+        let link = plan(&writer, inserts.next().unwrap());
+        assert!(
+            link.iter()
+                .any(|line| line.contains("temp_tool_results_output (output_id=?)")),
+            "{link:#?}"
+        );
+        assert!(
+            link.iter()
+                .any(|line| line.contains("temp_tool_results_path (path=?)")),
+            "{link:#?}"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Whatever names which output where, each output is linked to the
+        /// tool result the definition chooses.
+        #[test]
+        fn outputs_link_to_the_results_the_definition_chooses(
+            results in prop::collection::vec(result(), 0..24),
+            outputs in prop::collection::vec((0u8..12, prop::sample::select(vec![0usize, 1, 3, 5])), 0..8),
+        ) {
+            let (_dir, writer) = index(&results, &outputs);
+            let want: Vec<(i64, Option<i64>)> = writer
+                .conn
+                .prepare(DEFINITION)
+                .unwrap()
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            writer.link_tool_outputs().unwrap();
+            let got: Vec<(i64, Option<i64>)> = writer
+                .conn
+                .prepare("SELECT artifact_id, entry_rowid FROM subagent_artifacts ORDER BY artifact_id")
+                .unwrap()
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            prop_assert_eq!(got, want);
+        }
     }
 }

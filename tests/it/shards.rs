@@ -269,6 +269,8 @@ fn undo(migration: usize) -> String {
     let copies = include_str!("../../migrations/0009_copies.sql");
     let exact = include_str!("../../migrations/0018_exact_lines.sql");
     match migration {
+        // Full outputs found by number (0023_tool_outputs_by_id.sql).
+        23 => "DROP INDEX subagent_artifacts_output;".to_owned(),
         // Push signatures from indexes alone (0022_push_signatures.sql).
         22 => "DROP INDEX usage_records_file;
                CREATE INDEX usage_records_file ON usage_records(file_id);
