@@ -574,6 +574,26 @@ impl StoreError {
     }
 }
 
+/// The plan SQLite makes for `sql` (`EXPLAIN QUERY PLAN`), one line a
+/// step, for the tests that keep a statement on its indexes.
+#[cfg(test)]
+pub(crate) fn query_plan(conn: &Connection, sql: &str) -> Vec<String> {
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map([], |row| row.get(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+/// The first table a `query_plan` reads: its outermost loop.
+#[cfg(test)]
+pub(crate) fn first_loop(plan: &[String]) -> &str {
+    plan.iter()
+        .find(|line| line.starts_with("SEARCH") || line.starts_with("SCAN"))
+        .map_or("", String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

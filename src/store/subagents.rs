@@ -594,6 +594,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::Writer;
+    use crate::store::{first_loop, query_plan};
 
     /// The link as one query defined it before `link_tool_outputs` (which
     /// parsed each tool result's JSON three times per output of its
@@ -750,19 +751,6 @@ mod tests {
         (dir, writer)
     }
 
-    /// The query plan of `statement` on `writer`'s connection, one line
-    /// per step.
-    fn plan(writer: &Writer, statement: &str) -> Vec<String> {
-        writer
-            .conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
-            .unwrap()
-            .query_map([], |row| row.get(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-    }
-
     /// The links are found from the outputs' sessions and by the outputs'
     /// numbers: no step reads every tool result of the index, or every
     /// result of a folder for each output named by its number.
@@ -775,18 +763,17 @@ mod tests {
             writer.conn.execute_batch(statement).unwrap();
         }
         let mut inserts = statements.iter().filter(is_insert);
-        let fill = plan(&writer, inserts.next().unwrap());
-        let first = fill
-            .iter()
-            .find(|line| line.starts_with("SCAN") || line.starts_with("SEARCH"))
-            .unwrap();
-        assert!(first.contains("subagent_artifacts"), "{fill:#?}");
+        let fill = query_plan(&writer.conn, inserts.next().unwrap());
+        assert!(
+            first_loop(&fill).contains("subagent_artifacts"),
+            "{fill:#?}"
+        );
         assert!(
             fill.iter()
                 .any(|line| line.starts_with("SEARCH t USING") && line.contains("(path=?)")),
             "{fill:#?}"
         );
-        let link = plan(&writer, inserts.next().unwrap());
+        let link = query_plan(&writer.conn, inserts.next().unwrap());
         assert!(
             link.iter()
                 .any(|line| line.contains("temp_tool_results_output (output_id=?)")),
