@@ -419,7 +419,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
         redactor: sync::redactor_for(store.redaction(false)?),
     };
     let mut states: Vec<FileState> = states.into_values().collect();
-    states.sort_by(|a, b| a.stat.path.cmp(&b.stat.path));
+    states.sort_by(|a, b| Path::new(&a.stat.path).cmp(Path::new(&b.stat.path)));
     for state in states {
         let stat = &state.stat;
         if stat.status == FileStatus::Deleted {
