@@ -578,9 +578,10 @@ impl StoreError {
 /// step, for the tests that keep a statement on its indexes.
 #[cfg(test)]
 pub(crate) fn query_plan(conn: &Connection, sql: &str) -> Vec<String> {
-    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-        .unwrap()
-        .query_map([], |row| row.get(3))
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    // Parameters, if any, as NULL: the plan does not depend on them.
+    let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+    stmt.query_map(rusqlite::params_from_iter(nulls), |row| row.get(3))
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap()

@@ -325,13 +325,7 @@ impl Writer {
         self.link_to_parent(file_id, header.parent_session.as_deref())?;
         let own_tail = path_tail(&path);
         self.conn
-            .prepare_cached(
-                "UPDATE sessions SET parent_session_id = ?3
-                 WHERE file_id <> ?1 AND (parent_session = ?2
-                     OR (parent_session_id IS NULL AND ?4 IS NOT NULL
-                         AND substr(parent_session, -length(?4)) = ?4)
-                     OR (parent_session_id IS NULL AND parent_session = ?3))",
-            )
+            .prepare_cached(LINK_CHILDREN)
             .and_then(|mut stmt| stmt.execute(params![file_id, path, header.session_id, own_tail]))
             .map_err(self.err())?;
         Ok(())
@@ -1004,6 +998,22 @@ impl Writer {
     }
 }
 
+/// Links the sessions that name session `?3` (file `?1`, path `?2`, path
+/// tail `?4`) as their parent: by its path; or, for a child not linked
+/// yet, by its session id (omp's `fork()`) or a path that ends as its does
+/// (a tree indexed from a copy). Those are looked for among the unlinked
+/// children alone (`sessions_unlinked`, migration 0024): no index serves a
+/// path's ending, and asked of every session, each session written read
+/// them all.
+const LINK_CHILDREN: &str = "UPDATE sessions SET parent_session_id = ?3
+     WHERE file_id <> ?1 AND file_id IN (
+         SELECT file_id FROM sessions WHERE parent_session = ?2
+         UNION ALL
+         SELECT file_id FROM sessions INDEXED BY sessions_unlinked
+          WHERE parent_session_id IS NULL AND parent_session IS NOT NULL
+            AND (parent_session = ?3
+                 OR (?4 IS NOT NULL AND substr(parent_session, -length(?4)) = ?4)))";
+
 /// The last two components of a path (`<cwd-dir>/<file>.jsonl`) with a
 /// leading `/`, for matching a parent recorded under another root.
 fn path_tail(path: &str) -> Option<String> {
@@ -1018,4 +1028,33 @@ struct EntryKey<'a> {
     file_id: i64,
     session_id: &'a str,
     entry: &'a Entry,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::query_plan;
+
+    /// A session written finds its children through indexes: by its path,
+    /// and among the unlinked children for the other rules, never by
+    /// reading every session.
+    #[test]
+    fn children_are_found_without_reading_every_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        let plan = query_plan(&writer.conn, LINK_CHILDREN);
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("sessions_parent (parent_session=?)")),
+            "{plan:#?}"
+        );
+        assert!(
+            plan.iter().any(|line| line.contains("sessions_unlinked")),
+            "{plan:#?}"
+        );
+        assert!(
+            !plan.iter().any(|line| line == "SCAN sessions"),
+            "{plan:#?}"
+        );
+    }
 }
