@@ -138,19 +138,11 @@ impl Writer {
             return Ok(Vec::new());
         }
         self.fill_checked_paths(paths)?;
-        self.outside_image_entries_where(
-            "AND f.path IN (SELECT path FROM temp.checked_paths)
-             AND f.file_id IN (SELECT file_id FROM sessions WHERE agent IN ('omp', 'pi_agent_rust'))",
-        )
+        self.outside_image_entries_where(CHECKED_OUTSIDE_AGENTS_ONLY)
     }
 
     fn outside_image_entries_where(&self, only: &str) -> Result<Vec<(String, i64, String)>> {
-        let sql = format!(
-            "SELECT f.path, e.line_no, e.raw
-               FROM files f JOIN entries e ON e.file_id = f.file_id
-              WHERE (instr(e.raw, '\"blob:sha256:') > 0 OR instr(e.raw, '\"$piBlob\"') > 0) {only}
-              ORDER BY f.path, e.line_no"
-        );
+        let sql = outside_image_entries_sql(only);
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
         let rows = stmt
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
@@ -263,6 +255,23 @@ const CHECKED_PATHS_ONLY: &str = "AND f.path IN (SELECT path FROM temp.checked_p
 /// result of every agent (`message_meta_role`), reading each one's entry,
 /// so that every sync paid for the whole index: 40,000 page reads, nine
 /// tenths of a one-line append's time on a 1 GB corpus.
+/// `outside_image_entries_of`'s files: those checked, of the agents that
+/// keep images outside. The agent is asked of each file's own session row:
+/// as a list of every omp session's file id, it was probed with every
+/// checked path (their product).
+const CHECKED_OUTSIDE_AGENTS_ONLY: &str = "AND f.path IN (SELECT path FROM temp.checked_paths)
+     AND EXISTS (SELECT 1 FROM sessions s
+                  WHERE s.file_id = f.file_id AND s.agent IN ('omp', 'pi_agent_rust'))";
+
+fn outside_image_entries_sql(only: &str) -> String {
+    format!(
+        "SELECT f.path, e.line_no, e.raw
+           FROM files f JOIN entries e ON e.file_id = f.file_id
+          WHERE (instr(e.raw, '\"blob:sha256:') > 0 OR instr(e.raw, '\"$piBlob\"') > 0) {only}
+          ORDER BY f.path, e.line_no"
+    )
+}
+
 fn missing_tool_outputs_sql(only: &str) -> String {
     format!(
         "SELECT x.path, x.line_no, x.id
@@ -275,12 +284,18 @@ fn missing_tool_outputs_sql(only: &str) -> String {
                    CROSS JOIN entries e ON e.entry_rowid = mm.entry_rowid
                   WHERE s.agent = 'omp' {only}) x
           WHERE x.id IS NOT NULL
-            AND NOT EXISTS (
-                SELECT 1 FROM subagent_artifacts a
-                 WHERE a.kind = 'tool_output' AND a.base = x.id
-                   AND (a.session_path = x.path
-                        OR (x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
-                            AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0')))
+            -- In the result's own session's folder, or, for a transcript in
+            -- a session's folder, in that session's. Asked in that order, the
+            -- second only when the first finds none: every session numbers
+            -- its outputs from 0, so a number alone leads to each session's.
+            AND NOT (EXISTS (SELECT 1 FROM subagent_artifacts a
+                              WHERE a.kind = 'tool_output' AND a.base = x.id
+                                AND a.session_path = x.path)
+                     OR EXISTS (
+                         SELECT 1 FROM subagent_artifacts a
+                          WHERE a.kind = 'tool_output' AND a.base = x.id
+                            AND x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+                            AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'))
           ORDER BY x.path, x.line_no"
     )
 }
@@ -307,9 +322,33 @@ mod tests {
         // every artifact (schema 23).
         assert!(
             plan.iter()
-                .any(|line| line.contains("subagent_artifacts_output (base=?)")),
+                .any(|line| line.contains("subagent_artifacts_output (base=? AND session_path=?)")),
             "{plan:#?}"
         );
         assert!(!plan.iter().any(|line| line == "SCAN a"), "{plan:#?}");
+    }
+
+    /// The images check of a sync looks up each file it read, once: not
+    /// each file with each omp session's id.
+    #[test]
+    fn the_outside_images_check_reads_each_checked_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        writer.fill_checked_paths(&["a.jsonl".to_owned()]).unwrap();
+        let plan = crate::store::query_plan(
+            &writer.conn,
+            &outside_image_entries_sql(CHECKED_OUTSIDE_AGENTS_ONLY),
+        );
+        assert!(
+            !plan
+                .iter()
+                .any(|line| line.contains("rowid=?)") && line.contains("path=?")),
+            "{plan:#?}"
+        );
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("SEARCH s EXISTS USING INTEGER PRIMARY KEY")),
+            "{plan:#?}"
+        );
     }
 }

@@ -522,27 +522,53 @@ impl Writer {
 
 /// `Writer::link_tool_outputs`' statements, in order.
 fn tool_output_links() -> [String; 9] {
-    // `t` in the folder of `a`'s session (a's `session_path`). The
-    // results are gathered from the outputs' sessions (`CROSS JOIN`
-    // keeps that order): from every tool result of the index instead,
-    // each was tried against every session.
-    const IN_FOLDER: &str = "(t.path = a.session_path
-         OR (t.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
-             AND t.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
-             AND t.path LIKE '%.jsonl'))";
-    const FIRST: &str =
-        "ORDER BY t.path = a.session_path DESC, t.path, t.byte_offset, t.obj_in_line
-         LIMIT 1";
+    // Where `t` may name `a`: its session's own file, or a JSONL file in
+    // that session's folder (`session_path` without `.jsonl`, then `/`).
+    // Asked apart, each is one index range (an OR of the two was not).
+    const OWN_FILE: &str = "t.path = a.session_path";
+    const IN_FOLDER: &str = "t.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+         AND t.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
+         AND t.path LIKE '%.jsonl'";
+    const BY_PLACE: &str = "ORDER BY t.path, t.byte_offset, t.obj_in_line LIMIT 1";
+    // The result naming `a` by number in the session's own file, else in
+    // its folder; then the same for a column id or the text.
+    let by_number = |place: &str| {
+        format!(
+            "(SELECT t.entry_rowid FROM temp_tool_results t
+               WHERE t.output_id = a.base AND {place} {BY_PLACE})"
+        )
+    };
+    let by_text = |place: &str| {
+        format!(
+            "(SELECT t.entry_rowid FROM temp_tool_results t
+                JOIN entries e ON e.entry_rowid = t.entry_rowid
+               WHERE {place}
+                 AND (t.column_output_id = a.base
+                      OR instr(e.raw, 'artifact://' || a.base || ']')
+                      OR instr(e.raw, 'artifact://' || a.base || '\"')
+                      OR instr(e.raw, 'artifact://' || a.base || '\\')
+                      OR instr(e.raw, 'artifact://' || a.base || ' ')
+                      OR instr(e.raw, 'artifact://' || a.base || ':')
+                      OR instr(e.raw, 'artifact://' || a.base || ')'))
+               {BY_PLACE})"
+        )
+    };
     [
         "CREATE TEMP TABLE IF NOT EXISTS temp_tool_results(
            entry_rowid INTEGER PRIMARY KEY, path TEXT NOT NULL, byte_offset INTEGER NOT NULL,
            obj_in_line INTEGER NOT NULL, output_id TEXT, column_output_id TEXT)"
             .to_owned(),
-        "CREATE INDEX IF NOT EXISTS temp.temp_tool_results_output ON temp_tool_results(output_id)"
+        // Every session numbers its outputs from 0: a number alone would
+        // lead to one result in each session.
+        "CREATE INDEX IF NOT EXISTS temp.temp_tool_results_output
+           ON temp_tool_results(output_id, path)"
             .to_owned(),
         "CREATE INDEX IF NOT EXISTS temp.temp_tool_results_path ON temp_tool_results(path)"
             .to_owned(),
         "DELETE FROM temp_tool_results".to_owned(),
+        // The results are gathered from the outputs' sessions (`CROSS JOIN`
+        // keeps that order): from every tool result of the index instead,
+        // each was tried against every session.
         format!(
             "INSERT OR IGNORE INTO temp_tool_results
              SELECT e.entry_rowid, t.path, e.byte_offset, e.obj_in_line,
@@ -551,7 +577,7 @@ fn tool_output_links() -> [String; 9] {
                          AS TEXT)
                FROM (SELECT DISTINCT session_path FROM subagent_artifacts
                       WHERE kind = 'tool_output' AND session_path IS NOT NULL) a
-               CROSS JOIN files t ON {IN_FOLDER}
+               CROSS JOIN files t ON {OWN_FILE} OR ({IN_FOLDER})
                CROSS JOIN entries e ON e.file_id = t.file_id
                CROSS JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
               WHERE json_valid(e.raw)"
@@ -561,23 +587,12 @@ fn tool_output_links() -> [String; 9] {
         "DELETE FROM temp_output_links".to_owned(),
         format!(
             "INSERT INTO temp_output_links(artifact_id, entry_rowid)
-             SELECT a.artifact_id,
-                    coalesce(
-                      (SELECT t.entry_rowid FROM temp_tool_results t
-                        WHERE t.output_id = a.base AND {IN_FOLDER}
-                        {FIRST}),
-                      (SELECT t.entry_rowid FROM temp_tool_results t
-                         JOIN entries e ON e.entry_rowid = t.entry_rowid
-                        WHERE {IN_FOLDER}
-                          AND (t.column_output_id = a.base
-                               OR instr(e.raw, 'artifact://' || a.base || ']')
-                               OR instr(e.raw, 'artifact://' || a.base || '\"')
-                               OR instr(e.raw, 'artifact://' || a.base || '\\')
-                               OR instr(e.raw, 'artifact://' || a.base || ' ')
-                               OR instr(e.raw, 'artifact://' || a.base || ':')
-                               OR instr(e.raw, 'artifact://' || a.base || ')'))
-                        {FIRST}))
-               FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL"
+             SELECT a.artifact_id, coalesce({}, {}, {}, {})
+               FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL",
+            by_number(OWN_FILE),
+            by_number(IN_FOLDER),
+            by_text(OWN_FILE),
+            by_text(IN_FOLDER),
         ),
         "UPDATE subagent_artifacts
             SET entry_rowid = (SELECT l.entry_rowid FROM temp_output_links l
@@ -774,14 +789,21 @@ mod tests {
             "{fill:#?}"
         );
         let link = query_plan(&writer.conn, inserts.next().unwrap());
+        // By number in the session's file, then in its folder; then by
+        // text, in the same two places: each a lookup, never a scan.
+        for lookup in [
+            "temp_tool_results_output (output_id=? AND path=?)",
+            "temp_tool_results_output (output_id=? AND path>? AND path<?)",
+            "temp_tool_results_path (path=?)",
+            "temp_tool_results_path (path>? AND path<?)",
+        ] {
+            assert!(
+                link.iter().any(|line| line.ends_with(lookup)),
+                "{lookup}: {link:#?}"
+            );
+        }
         assert!(
-            link.iter()
-                .any(|line| line.contains("temp_tool_results_output (output_id=?)")),
-            "{link:#?}"
-        );
-        assert!(
-            link.iter()
-                .any(|line| line.contains("temp_tool_results_path (path=?)")),
+            !link.iter().any(|line| line.starts_with("SCAN t")),
             "{link:#?}"
         );
     }
