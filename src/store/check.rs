@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::subagents::in_session_folder;
 use super::{Result, Writer, sqlite_error};
 
 /// What a database says it is.
@@ -249,12 +250,6 @@ impl Writer {
 /// `missing_tool_outputs_where`'s filter for the paths in `temp.checked_paths`.
 const CHECKED_PATHS_ONLY: &str = "AND f.path IN (SELECT path FROM temp.checked_paths)";
 
-/// The query of `missing_tool_outputs_where`. Its joins run in the order
-/// written (`CROSS JOIN`): from omp's sessions (and the paths checked) to
-/// their tool results. Left to itself, SQLite started from every tool
-/// result of every agent (`message_meta_role`), reading each one's entry,
-/// so that every sync paid for the whole index: 40,000 page reads, nine
-/// tenths of a one-line append's time on a 1 GB corpus.
 /// `outside_image_entries_of`'s files: those checked, of the agents that
 /// keep images outside. The agent is asked of each file's own session row:
 /// as a list of every omp session's file id, it was probed with every
@@ -263,6 +258,7 @@ const CHECKED_OUTSIDE_AGENTS_ONLY: &str = "AND f.path IN (SELECT path FROM temp.
      AND EXISTS (SELECT 1 FROM sessions s
                   WHERE s.file_id = f.file_id AND s.agent IN ('omp', 'pi_agent_rust'))";
 
+/// The query of `outside_image_entries_where`.
 fn outside_image_entries_sql(only: &str) -> String {
     format!(
         "SELECT f.path, e.line_no, e.raw
@@ -272,6 +268,12 @@ fn outside_image_entries_sql(only: &str) -> String {
     )
 }
 
+/// The query of `missing_tool_outputs_where`. Its joins run in the order
+/// written (`CROSS JOIN`): from omp's sessions (and the paths checked) to
+/// their tool results. Left to itself, SQLite started from every tool
+/// result of every agent (`message_meta_role`), reading each one's entry,
+/// so that every sync paid for the whole index: 40,000 page reads, nine
+/// tenths of a one-line append's time on a 1 GB corpus.
 fn missing_tool_outputs_sql(only: &str) -> String {
     format!(
         "SELECT x.path, x.line_no, x.id
@@ -294,9 +296,9 @@ fn missing_tool_outputs_sql(only: &str) -> String {
                      OR EXISTS (
                          SELECT 1 FROM subagent_artifacts a
                           WHERE a.kind = 'tool_output' AND a.base = x.id
-                            AND x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
-                            AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'))
-          ORDER BY x.path, x.line_no"
+                            AND {in_folder}))
+          ORDER BY x.path, x.line_no",
+        in_folder = in_session_folder("x.path", "a.session_path"),
     )
 }
 

@@ -464,10 +464,10 @@ impl Writer {
     /// then by path and place.
     ///
     /// Each tool result's ids are read out of its JSON once, into a table
-    /// indexed by the id: matching every output against every result of its
-    /// folder parsed each result's JSON three times per output (30 s for a
-    /// session of 3,000 truncated results). The text is searched only for
-    /// an output no result names by id.
+    /// indexed by the number and the result's file: matching every output
+    /// against every result of its folder parsed each result's JSON three
+    /// times per output (30 s for a session of 3,000 truncated results).
+    /// The text is searched only for an output no result names by number.
     fn link_tool_outputs(&self) -> Result<()> {
         for statement in tool_output_links() {
             self.conn.execute_batch(&statement).map_err(self.err())?;
@@ -520,15 +520,26 @@ impl Writer {
     }
 }
 
+/// SQL: `path` lies in the folder of the session file `session_path`
+/// (omp's artifact folder: the file without `.jsonl`, then `/`), at any
+/// depth. One range of paths, which an index on `path` serves.
+pub(super) fn in_session_folder(path: &str, session_path: &str) -> String {
+    format!(
+        "{path} > substr({session_path}, 1, length({session_path}) - 6) || '/'
+         AND {path} < substr({session_path}, 1, length({session_path}) - 6) || '0'"
+    )
+}
+
 /// `Writer::link_tool_outputs`' statements, in order.
 fn tool_output_links() -> [String; 9] {
     // Where `t` may name `a`: its session's own file, or a JSONL file in
-    // that session's folder (`session_path` without `.jsonl`, then `/`).
-    // Asked apart, each is one index range (an OR of the two was not).
+    // that session's folder. Asked apart, each is one index range (an OR
+    // of the two was not).
     const OWN_FILE: &str = "t.path = a.session_path";
-    const IN_FOLDER: &str = "t.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
-         AND t.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
-         AND t.path LIKE '%.jsonl'";
+    let in_folder = format!(
+        "{} AND t.path LIKE '%.jsonl'",
+        in_session_folder("t.path", "a.session_path")
+    );
     const BY_PLACE: &str = "ORDER BY t.path, t.byte_offset, t.obj_in_line LIMIT 1";
     // The result naming `a` by number in the session's own file, else in
     // its folder; then the same for a column id or the text.
@@ -577,7 +588,7 @@ fn tool_output_links() -> [String; 9] {
                          AS TEXT)
                FROM (SELECT DISTINCT session_path FROM subagent_artifacts
                       WHERE kind = 'tool_output' AND session_path IS NOT NULL) a
-               CROSS JOIN files t ON {OWN_FILE} OR ({IN_FOLDER})
+               CROSS JOIN files t ON {OWN_FILE} OR ({in_folder})
                CROSS JOIN entries e ON e.file_id = t.file_id
                CROSS JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
               WHERE json_valid(e.raw)"
@@ -590,9 +601,9 @@ fn tool_output_links() -> [String; 9] {
              SELECT a.artifact_id, coalesce({}, {}, {}, {})
                FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL",
             by_number(OWN_FILE),
-            by_number(IN_FOLDER),
+            by_number(&in_folder),
             by_text(OWN_FILE),
-            by_text(IN_FOLDER),
+            by_text(&in_folder),
         ),
         "UPDATE subagent_artifacts
             SET entry_rowid = (SELECT l.entry_rowid FROM temp_output_links l
