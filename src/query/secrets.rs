@@ -4,6 +4,9 @@
 //! from `redactions`; the answer never holds a secret whole, only a masked
 //! preview. `find` names where a given value was redacted.
 
+use std::sync::mpsc;
+
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::scope::{Columns, Scope};
@@ -52,7 +55,24 @@ pub fn list(
     limit: Option<usize>,
 ) -> Result<Vec<SecretFound>, SecretsError> {
     let mut out = redacted(store, scope, None)?;
-    let detector = detector();
+    out.extend(scan_texts(store, scope)?);
+    out.sort_by(|a, b| a.order.cmp(&b.order));
+    if let Some(limit) = limit {
+        out.truncate(limit);
+    }
+    Ok(out)
+}
+
+/// Texts read from the index before they are handed to the rule set, in
+/// bytes: large enough that a batch keeps every worker busy, small enough
+/// that few are held at once.
+const SCAN_BATCH_BYTES: usize = 4 << 20;
+
+/// The secrets still in the text of the entries in scope. Every text is
+/// read (and inflated) on this thread while the rules run over the texts
+/// read before, on every core: on one thread the rules took longer than
+/// the reading.
+fn scan_texts(store: &Index, scope: &Scope) -> Result<Vec<SecretFound>, SecretsError> {
     let conditions = scope.conditions(&Columns::sessions("e.timestamp_ms"), 1);
     let sql = format!(
         "SELECT s.session_id, s.file_path, e.entry_id, e.timestamp, t.kind, t.json_path,
@@ -66,18 +86,57 @@ pub fn list(
     let conn = store.connection();
     let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(conditions.params))?;
+    std::thread::scope(|threads| {
+        let (batches, to_scan) = mpsc::sync_channel::<Vec<(Place, String)>>(2);
+        let scanner = threads.spawn(move || {
+            let mut found = Vec::new();
+            for batch in to_scan {
+                found.par_extend(batch.into_par_iter().flat_map_iter(secrets_in));
+            }
+            found
+        });
+        let read = send_batches(&mut rows, batches);
+        let found = scanner
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        read.map(|()| found)
+    })
+}
+
+/// Reads every row's place and text into batches of `SCAN_BATCH_BYTES`
+/// and sends them, until the rows end or the scanner is gone (its join
+/// then says why).
+fn send_batches(
+    rows: &mut rusqlite::Rows<'_>,
+    batches: mpsc::SyncSender<Vec<(Place, String)>>,
+) -> Result<(), SecretsError> {
+    let mut batch = Vec::new();
+    let mut bytes = 0;
     while let Some(row) = rows.next()? {
         let text: String = row.get(9)?;
-        for found in detector.find(&text) {
-            let secret = text.get(found.start..found.end).unwrap_or_default();
-            out.push(secret_at(row, found.rule, mask(secret), false)?);
+        bytes += text.len();
+        batch.push((Place::of(row)?, text));
+        if bytes >= SCAN_BATCH_BYTES {
+            bytes = 0;
+            if batches.send(std::mem::take(&mut batch)).is_err() {
+                return Ok(());
+            }
         }
     }
-    out.sort_by(|a, b| a.order.cmp(&b.order));
-    if let Some(limit) = limit {
-        out.truncate(limit);
-    }
-    Ok(out)
+    let _ = batches.send(batch);
+    Ok(())
+}
+
+/// Every secret the rule set finds in one text.
+fn secrets_in((place, text): (Place, String)) -> Vec<SecretFound> {
+    detector()
+        .find(&text)
+        .into_iter()
+        .map(|found| {
+            let secret = text.get(found.start..found.end).unwrap_or_default();
+            place.secret(found.rule, mask(secret), false)
+        })
+        .collect()
 }
 
 /// Where `value` was redacted (`piidx secrets --find`), oldest first.
@@ -113,38 +172,59 @@ fn redacted(
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
         let kind: String = row.get(9)?;
-        out.push(secret_at(row, &kind, row.get(10)?, true)?);
+        out.push(Place::of(row)?.secret(&kind, row.get(10)?, true));
     }
     Ok(out)
 }
 
-/// A `SecretFound` from a row whose first nine columns are the place.
-fn secret_at(
-    row: &rusqlite::Row<'_>,
-    kind: &str,
-    preview: String,
-    redacted: bool,
-) -> rusqlite::Result<SecretFound> {
-    let session_id: String = row.get(0)?;
-    let json_path: String = row.get(5)?;
-    Ok(SecretFound {
-        order: (
-            row.get(6)?,
-            session_id.clone(),
-            row.get(7)?,
-            row.get(8)?,
-            json_path.clone(),
-        ),
-        session_id,
-        session_path: row.get(1)?,
-        entry_id: row.get(2)?,
-        timestamp: row.get(3)?,
-        role: row.get(4)?,
-        json_path,
-        kind: kind.to_owned(),
-        preview,
-        redacted,
-    })
+/// Where a text is: a row's first nine columns.
+struct Place {
+    session_id: String,
+    session_path: String,
+    entry_id: String,
+    timestamp: Option<String>,
+    role: String,
+    json_path: String,
+    timestamp_ms: Option<i64>,
+    byte_offset: i64,
+    obj_in_line: i64,
+}
+
+impl Place {
+    fn of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Place> {
+        Ok(Place {
+            session_id: row.get(0)?,
+            session_path: row.get(1)?,
+            entry_id: row.get(2)?,
+            timestamp: row.get(3)?,
+            role: row.get(4)?,
+            json_path: row.get(5)?,
+            timestamp_ms: row.get(6)?,
+            byte_offset: row.get(7)?,
+            obj_in_line: row.get(8)?,
+        })
+    }
+
+    fn secret(&self, kind: &str, preview: String, redacted: bool) -> SecretFound {
+        SecretFound {
+            order: (
+                self.timestamp_ms,
+                self.session_id.clone(),
+                self.byte_offset,
+                self.obj_in_line,
+                self.json_path.clone(),
+            ),
+            session_id: self.session_id.clone(),
+            session_path: self.session_path.clone(),
+            entry_id: self.entry_id.clone(),
+            timestamp: self.timestamp.clone(),
+            role: self.role.clone(),
+            json_path: self.json_path.clone(),
+            kind: kind.to_owned(),
+            preview,
+            redacted,
+        }
+    }
 }
 
 /// How many secrets were redacted from the session file `file_id` (so an

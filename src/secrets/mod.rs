@@ -249,8 +249,18 @@ pub struct Detector {
     generic_stopwords: Vec<&'static str>,
 }
 
+/// The lazy DFA's cache per regex and thread. `generic-api-key`'s leading
+/// `[\w.-]{0,50}?` and its alternations make many states: under the
+/// crate's 2 MiB default the cache filled and was rebuilt over and over on
+/// session text, and determinizing was a third of all scanning. A rule that
+/// needs fewer states never grows its cache this far.
+const DFA_CACHE_BYTES: usize = 8 << 20;
+
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(pattern).unicode(false).build()
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .dfa_size_limit(DFA_CACHE_BYTES)
+        .build()
 }
 
 /// The rule set, compiled on first use (a few milliseconds that a sync

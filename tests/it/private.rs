@@ -382,6 +382,40 @@ fn secrets_are_listed_masked_with_where_they_are() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// `secrets` reads the texts in batches of a few MiB and scans each batch
+/// while it reads the next: a secret at the end of each text, two texts to
+/// a batch and one in the last, is found, in order, and nothing twice.
+#[test]
+fn secrets_are_found_in_every_batch_of_a_large_index() {
+    let env = Env::new();
+    let dir = env.root.join("--proj--");
+    let filler = "lorem ipsum dolor sit amet, consectetur adipiscing elit\n".repeat(45_000);
+    let tokens: Vec<String> = (0..5)
+        .map(|n| format!("ghp_{n}Z3kQ9xW2mP7vB4nL8cR5tY1hJ6gD0fSaZ3k"))
+        .collect();
+    for (n, token) in tokens.iter().enumerate() {
+        write_user_session(
+            &dir,
+            &format!("5ec00000-0000-4000-8000-00000000010{n}"),
+            serde_json::json!(format!("{filler}use my token {token} please")),
+        );
+    }
+    env.sync();
+    let found: Vec<serde_json::Value> =
+        serde_json::from_slice(&env.run(&["secrets", "--json"]).stdout).expect("json");
+    let sessions: Vec<&str> = found
+        .iter()
+        .map(|f| f["session_id"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        sessions,
+        (0..5)
+            .map(|n| format!("5ec00000-0000-4000-8000-00000000010{n}"))
+            .collect::<Vec<_>>()
+    );
+    assert!(found.iter().all(|f| f["kind"] == "github-pat"));
+}
+
 /// `piidx redact` on an index that holds secrets: afterwards no file of the
 /// index holds one (text or indexed word), search cannot find them,
 /// `secrets` lists them as redacted and `--find` names where a value was,
