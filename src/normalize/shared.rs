@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use libdeflater::{CompressionLvl, Compressor};
+use libdeflater::{CompressionLvl, Compressor, Decompressor};
 
 use serde_json::{Map, Value};
 use xxhash_rust::xxh3::xxh3_128;
@@ -87,15 +87,29 @@ pub fn compress(text: &str) -> Option<Vec<u8>> {
     })
 }
 
-/// The text of a value stored deflated (`compress`); `None` when the data
-/// is not a zlib stream of valid UTF-8.
-pub fn inflate(deflated: &[u8], len: usize) -> Option<String> {
+/// The bytes of a value stored deflated (`compress`), `len` of them as the
+/// row says. libdeflate inflates a whole buffer of known size at once, in
+/// less time than a streaming decoder. A stream that is not `len` bytes
+/// long (a row written by hand) is read by the streaming decoder, which
+/// needs no size; so is a `len` no deflate stream of this size could
+/// hold, which is never allocated.
+pub fn inflate(deflated: &[u8], len: usize) -> std::io::Result<Vec<u8>> {
+    /// Deflate's densest: 258 bytes from a code of a few bits.
+    const MOST_PER_BYTE: usize = 1032;
+    thread_local! {
+        static DECOMPRESSOR: RefCell<Decompressor> = RefCell::new(Decompressor::new());
+    }
+    if len <= deflated.len().saturating_mul(MOST_PER_BYTE) {
+        let mut out = vec![0; len];
+        let inflated = DECOMPRESSOR.with_borrow_mut(|d| d.zlib_decompress(deflated, &mut out));
+        if inflated.is_ok_and(|written| written == len) {
+            return Ok(out);
+        }
+    }
     use std::io::Read;
-    let mut text = Vec::with_capacity(len);
-    flate2::read::ZlibDecoder::new(deflated)
-        .read_to_end(&mut text)
-        .ok()?;
-    String::from_utf8(text).ok()
+    let mut out = Vec::new();
+    flate2::read::ZlibDecoder::new(deflated).read_to_end(&mut out)?;
+    Ok(out)
 }
 
 /// Where a system message sits in an entry, if it holds one.

@@ -13,6 +13,9 @@ use rusqlite::Connection;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 
+use crate::normalize::CHUNK_BYTES;
+use crate::normalize::shared::inflate;
+
 /// Registers piidx's SQL functions on `conn`.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     conn.create_scalar_function(
@@ -32,29 +35,33 @@ fn sqlar_uncompress(ctx: &Context<'_>) -> rusqlite::Result<Value> {
     if size <= 0 || size as usize == stored.len() {
         return ctx.get::<Value>(0);
     }
-    if let Some(out) = RECENT.with(|recent| {
-        let recent = recent.borrow();
-        recent
-            .iter()
-            .find(|(data, _)| data.as_slice() == stored)
-            .map(|(_, out)| out.clone())
-    }) {
+    // A text of one chunk is read once per row: only a longer one, read
+    // chunk by chunk, is worth remembering (copying it costs a few percent
+    // of a scan over every text).
+    let remember = size as usize > CHUNK_BYTES;
+    if remember
+        && let Some(out) = RECENT.with(|recent| {
+            let recent = recent.borrow();
+            recent
+                .iter()
+                .find(|(data, _)| data.as_slice() == stored)
+                .map(|(_, out)| out.clone())
+        })
+    {
         return Ok(Value::Blob(out));
     }
-    let mut out = Vec::with_capacity(size as usize);
-    use std::io::Read;
-    flate2::read::ZlibDecoder::new(stored)
-        .read_to_end(&mut out)
-        .map_err(|err| {
-            rusqlite::Error::UserFunctionError(format!("sqlar_uncompress: {err}").into())
-        })?;
-    RECENT.with(|recent| {
-        let mut recent = recent.borrow_mut();
-        if recent.len() == RECENT_TEXTS {
-            recent.pop_back();
-        }
-        recent.push_front((stored.to_vec(), out.clone()));
-    });
+    let out = inflate(stored, size as usize).map_err(|err| {
+        rusqlite::Error::UserFunctionError(format!("sqlar_uncompress: {err}").into())
+    })?;
+    if remember {
+        RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            if recent.len() == RECENT_TEXTS {
+                recent.pop_back();
+            }
+            recent.push_front((stored.to_vec(), out.clone()));
+        });
+    }
     Ok(Value::Blob(out))
 }
 
@@ -93,5 +100,30 @@ mod tests {
             .query_row("SELECT sqlar_uncompress('abc', 3)", [], |row| row.get(0))
             .unwrap();
         assert_eq!(same, "abc");
+    }
+
+    /// A row whose size is wrong, even absurd, still reads as its stream
+    /// says (nothing of that size is allocated); bytes that are no zlib
+    /// stream are an error, not a panic.
+    #[test]
+    fn a_wrong_size_reads_the_stream_and_garbage_is_an_error() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        let text = "tool output line\n".repeat(100);
+        let deflated = crate::normalize::shared::compress(&text).unwrap();
+        for size in [text.len() as i64 - 1, text.len() as i64 + 1, i64::MAX] {
+            let back: String = conn
+                .query_row(
+                    "SELECT CAST(sqlar_uncompress(?1, ?2) AS TEXT)",
+                    rusqlite::params![deflated, size],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            assert_eq!(back, text, "size {size}");
+        }
+        let garbage = conn.query_row("SELECT sqlar_uncompress(x'0102030405', 100)", [], |row| {
+            row.get::<_, Vec<u8>>(0)
+        });
+        assert!(garbage.is_err());
     }
 }
