@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::subagents::in_session_folder;
 use super::{Result, Writer, sqlite_error};
 
 /// What a database says it is.
@@ -119,10 +118,32 @@ impl Writer {
     fn missing_tool_outputs_where(&self, only: &str) -> Result<Vec<(String, i64, String)>> {
         let sql = missing_tool_outputs_sql(only);
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
-        let rows = stmt
+        let not_in_own_session = stmt
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(self.err())?
+            .collect::<rusqlite::Result<Vec<(String, i64, String)>>>()
             .map_err(self.err())?;
-        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+        let mut in_session = self
+            .conn
+            .prepare(
+                "SELECT 1 FROM subagent_artifacts
+                  WHERE kind = 'tool_output' AND base = ?1 AND session_path = ?2",
+            )
+            .map_err(self.err())?;
+        let mut missing = Vec::new();
+        for (path, line, id) in not_in_own_session {
+            let mut in_a_folder = false;
+            for session in session_files_above(&path) {
+                if in_session.exists((&id, &session)).map_err(self.err())? {
+                    in_a_folder = true;
+                    break;
+                }
+            }
+            if !in_a_folder {
+                missing.push((path, line, id));
+            }
+        }
+        Ok(missing)
     }
 
     /// `(session file, line, raw)` of the entries that name an image kept
@@ -268,7 +289,8 @@ fn outside_image_entries_sql(only: &str) -> String {
     )
 }
 
-/// The query of `missing_tool_outputs_where`. Its joins run in the order
+/// The query of `missing_tool_outputs_where`: the results whose output
+/// is not in their own session's folder. Its joins run in the order
 /// written (`CROSS JOIN`): from omp's sessions (and the paths checked) to
 /// their tool results. Left to itself, SQLite started from every tool
 /// result of every agent (`message_meta_role`), reading each one's entry,
@@ -286,20 +308,23 @@ fn missing_tool_outputs_sql(only: &str) -> String {
                    CROSS JOIN entries e ON e.entry_rowid = mm.entry_rowid
                   WHERE s.agent = 'omp' {only}) x
           WHERE x.id IS NOT NULL
-            -- In the result's own session's folder, or, for a transcript in
-            -- a session's folder, in that session's. Asked in that order, the
-            -- second only when the first finds none: every session numbers
-            -- its outputs from 0, so a number alone leads to each session's.
-            AND NOT (EXISTS (SELECT 1 FROM subagent_artifacts a
-                              WHERE a.kind = 'tool_output' AND a.base = x.id
-                                AND a.session_path = x.path)
-                     OR EXISTS (
-                         SELECT 1 FROM subagent_artifacts a
-                          WHERE a.kind = 'tool_output' AND a.base = x.id
-                            AND {in_folder}))
-          ORDER BY x.path, x.line_no",
-        in_folder = in_session_folder("x.path", "a.session_path"),
+            AND NOT EXISTS (SELECT 1 FROM subagent_artifacts a
+                             WHERE a.kind = 'tool_output' AND a.base = x.id
+                               AND a.session_path = x.path)
+          ORDER BY x.path, x.line_no"
     )
+}
+
+/// The session files in whose folders `path` lies, nearest first: a
+/// transcript's result may name an output of any of them
+/// (`subagents::in_session_folder`). Folder `D/` belongs to the session
+/// file `D.jsonl`, so each is one lookup by `(number, session)`; asked of
+/// every output with the number, as a range of each output's session, the
+/// check read an output of every session for each result.
+fn session_files_above(path: &str) -> impl Iterator<Item = String> + '_ {
+    path.rmatch_indices('/')
+        .filter(move |(at, _)| at + 1 < path.len())
+        .map(|(at, _)| format!("{}.jsonl", &path[..at]))
 }
 
 #[cfg(test)]

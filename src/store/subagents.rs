@@ -848,5 +848,54 @@ mod tests {
                 .unwrap();
             prop_assert_eq!(got, want);
         }
+
+        /// Whatever results name which outputs where, the sync's check
+        /// reports the results the definition finds without their output.
+        #[test]
+        fn missing_outputs_are_those_the_definition_finds(
+            results in prop::collection::vec(result(), 0..24),
+            outputs in prop::collection::vec((0u8..6, prop::sample::select(vec![0usize, 1, 2, 3, 5])), 0..8),
+        ) {
+            let (_dir, writer) = index(&results, &outputs);
+            for (file_id, path) in FILES.iter().enumerate() {
+                writer.conn.execute(
+                    "INSERT INTO sessions(file_id, session_id, file_path, cwd, version, listed_by_pi,
+                                          header_raw, agent)
+                     VALUES (?1, ?1, ?2, '/p', 3, 1, '{}', 'omp')",
+                    rusqlite::params![file_id as i64, path],
+                )
+                .unwrap();
+            }
+            let want: Vec<(String, i64, String)> = writer
+                .conn
+                .prepare(MISSING_DEFINITION)
+                .unwrap()
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            prop_assert_eq!(writer.missing_tool_outputs().unwrap(), want);
+        }
     }
+
+    /// The check for results without their output as one statement: an
+    /// output of the result's own session, or of any session in whose
+    /// folder the result's file lies.
+    const MISSING_DEFINITION: &str = "
+        SELECT x.path, x.line_no, x.id
+          FROM (SELECT f.path, e.line_no,
+                       CASE WHEN json_valid(e.raw) THEN CAST(json_extract(e.raw,
+                         '$.message.details.meta.truncation.artifactId') AS TEXT) END AS id
+                  FROM sessions s
+                  JOIN files f ON f.file_id = s.file_id
+                  JOIN message_meta mm ON mm.file_id = s.file_id AND mm.role = 'toolResult'
+                  JOIN entries e ON e.entry_rowid = mm.entry_rowid
+                 WHERE s.agent = 'omp') x
+         WHERE x.id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM subagent_artifacts a
+                            WHERE a.kind = 'tool_output' AND a.base = x.id
+                              AND (a.session_path = x.path
+                                   OR (x.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
+                                       AND x.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0')))
+         ORDER BY x.path, x.line_no";
 }
