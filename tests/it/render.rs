@@ -25,8 +25,15 @@ fn env() -> &'static Env {
         }
         // One shard: bm25's statistics are each shard's, and which shard a
         // chunk goes to depends on the order parallel readers finish in.
+        // One reader: rows are numbered in the order files are written, the
+        // order readers finish in, and `--sort recent` orders hits of one
+        // time by their numbers; one reader writes in the sync's own order.
         let root = env.root.to_string_lossy().into_owned();
-        let out = env.run(&["sync", "--root", &root, "--fts-shards", "1", "-q"]);
+        let out = env
+            .command(&["sync", "--root", &root, "--fts-shards", "1", "-q"])
+            .env("RAYON_NUM_THREADS", "1")
+            .output()
+            .expect("run piidx");
         assert!(out.status.code().is_some_and(|code| code <= 1), "sync");
         env
     })
