@@ -36,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0022_push_signatures.sql"),
     include_str!("../../migrations/0023_tool_outputs_by_id.sql"),
     include_str!("../../migrations/0024_unlinked_children.sql"),
+    include_str!("../../migrations/0025_linked_children.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

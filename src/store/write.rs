@@ -363,9 +363,7 @@ impl Writer {
     fn relink_children(&self, session_id: &str) -> Result<()> {
         let children: Vec<(i64, Option<String>)> = self
             .conn
-            .prepare_cached(
-                "SELECT file_id, parent_session FROM sessions WHERE parent_session_id = ?1",
-            )
+            .prepare_cached(CHILDREN_LINKED)
             .and_then(|mut stmt| {
                 stmt.query_map([session_id], |row| Ok((row.get(0)?, row.get(1)?)))?
                     .collect()
@@ -1014,6 +1012,11 @@ const LINK_CHILDREN: &str = "UPDATE sessions SET parent_session_id = ?3
             AND (parent_session = ?3
                  OR (?4 IS NOT NULL AND substr(parent_session, -length(?4)) = ?4)))";
 
+/// `relink_children`'s query: the sessions linked to a parent, from
+/// their own index (`sessions_parent_id`, migration 0025).
+const CHILDREN_LINKED: &str =
+    "SELECT file_id, parent_session FROM sessions WHERE parent_session_id = ?1";
+
 /// The last two components of a path (`<cwd-dir>/<file>.jsonl`) with a
 /// leading `/`, for matching a parent recorded under another root.
 fn path_tail(path: &str) -> Option<String> {
@@ -1034,6 +1037,20 @@ struct EntryKey<'a> {
 mod tests {
     use super::*;
     use crate::store::query_plan;
+
+    /// A session that loses its rows finds the children linked to it in
+    /// an index, not by reading every session.
+    #[test]
+    fn linked_children_are_found_in_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        let plan = query_plan(&writer.conn, CHILDREN_LINKED);
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("sessions_parent_id (parent_session_id=?)")),
+            "{plan:#?}"
+        );
+    }
 
     /// A session written finds its children through indexes: by its path,
     /// and among the unlinked children for the other rules, never by

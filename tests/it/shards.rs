@@ -269,6 +269,8 @@ fn undo(migration: usize) -> String {
     let copies = include_str!("../../migrations/0009_copies.sql");
     let exact = include_str!("../../migrations/0018_exact_lines.sql");
     match migration {
+        // Linked children indexed (0025_linked_children.sql).
+        25 => "DROP INDEX sessions_parent_id;".to_owned(),
         // Unlinked children indexed (0024_unlinked_children.sql).
         24 => "DROP INDEX sessions_unlinked;".to_owned(),
         // Full outputs found by number (0023_tool_outputs_by_id.sql).
