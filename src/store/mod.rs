@@ -360,6 +360,15 @@ impl Writer {
         // prepared again at every entry (a tenth of the writer thread in a
         // cold sync, docs/performance.md).
         conn.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
+        // One plan per statement, whatever its parameters: SQLite otherwise
+        // marks a statement whose plan looked at a bound value to be
+        // prepared again whenever that value changes, and the parent link
+        // (`LINK_TO_PARENT`) was prepared again for every session written.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )
+        .map_err(sqlite_error(path))?;
         functions::register(&conn).map_err(sqlite_error(path))?;
         let mut writer = Writer::wrap(conn, path);
         writer._sql_profile = profile::SqlProfile::from_env(&mut writer.conn);

@@ -300,8 +300,9 @@ impl Writer {
         self.conn
             .prepare_cached(
                 "INSERT OR REPLACE INTO sessions(file_id, session_id, file_path, cwd, project_dir, version,
-                     created_at, created_ms, parent_session, listed_by_pi, header_raw, agent)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     created_at, created_ms, parent_session, listed_by_pi, header_raw, agent,
+                     file_tail, parent_tail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -317,6 +318,8 @@ impl Writer {
                     batch.target.listed,
                     header.raw,
                     header.agent,
+                    tail_key(&path),
+                    header.parent_session.as_deref().map(tail_key),
                 ])
             })
             .map_err(self.err())?;
@@ -338,20 +341,7 @@ impl Writer {
     fn link_to_parent(&self, file_id: i64, parent_session: Option<&str>) -> Result<()> {
         let parent_tail = parent_session.and_then(path_tail);
         self.conn
-            .prepare_cached(
-                "UPDATE sessions SET parent_session_id = coalesce(
-                     (SELECT p.session_id FROM sessions p WHERE p.file_path = sessions.parent_session),
-                     (SELECT p.session_id FROM sessions p
-                       WHERE ?2 IS NOT NULL AND p.file_id <> sessions.file_id
-                         AND substr(p.file_path, -length(?2)) = ?2
-                       ORDER BY p.file_id LIMIT 1),
-                     -- oh-my-pi's `fork()` writes the parent's session id, not its path.
-                     (SELECT p.session_id FROM sessions p
-                       WHERE instr(sessions.parent_session, '/') = 0
-                         AND p.session_id = sessions.parent_session AND p.file_id <> sessions.file_id
-                       ORDER BY p.file_id LIMIT 1))
-                 WHERE file_id = ?1",
-            )
+            .prepare_cached(LINK_TO_PARENT)
             .and_then(|mut stmt| stmt.execute(params![file_id, parent_tail]))
             .map_err(self.err())?;
         Ok(())
@@ -1000,22 +990,20 @@ impl Writer {
 /// tail `?4`) as their parent: by its path; or, for a child not linked
 /// yet, by its session id (omp's `fork()`) or a path that ends as its does
 /// (a tree indexed from a copy). Those are looked for among the unlinked
-/// children alone (`sessions_unlinked`, migration 0024): no index serves a
-/// path's ending, and asked of every session, each session written read
-/// them all.
+/// children alone (`sessions_unlinked`, migration 0024), the path's ending
+/// by the recorded path's own tail (`sessions_unlinked_tail`, migration
+/// 0026): asked of every session, each session written read them all.
 const LINK_CHILDREN: &str = "UPDATE sessions SET parent_session_id = ?3
      WHERE file_id <> ?1 AND file_id IN (
          SELECT file_id FROM sessions WHERE parent_session = ?2
          UNION ALL
          SELECT file_id FROM sessions INDEXED BY sessions_unlinked
           WHERE parent_session_id IS NULL AND parent_session IS NOT NULL
-            AND (parent_session = ?3
-                 OR (?4 IS NOT NULL AND substr(parent_session, -length(?4)) = ?4)))";
-
-/// `relink_children`'s query: the sessions linked to a parent, from
-/// their own index (`sessions_parent_id`, migration 0025).
-const CHILDREN_LINKED: &str =
-    "SELECT file_id, parent_session FROM sessions WHERE parent_session_id = ?1";
+            AND parent_session = ?3
+         UNION ALL
+         SELECT file_id FROM sessions INDEXED BY sessions_unlinked_tail
+          WHERE parent_session_id IS NULL AND parent_tail IS NOT NULL
+            AND parent_tail = ?4)";
 
 /// The last two components of a path (`<cwd-dir>/<file>.jsonl`) with a
 /// leading `/`, for matching a parent recorded under another root.
@@ -1025,6 +1013,39 @@ fn path_tail(path: &str) -> Option<String> {
     let dir = parts.next()?;
     Some(format!("/{dir}/{file}"))
 }
+
+/// A path from its second-to-last `/` (the whole path when it has fewer),
+/// kept as `sessions.file_tail` and `parent_tail`: it equals a tail that
+/// `path_tail` makes exactly when the path ends with that tail, so the
+/// index on it answers "ends with". Migration 0026 computes the same for
+/// the rows already there, in SQL, trailing `/`s and all.
+fn tail_key(path: &str) -> &str {
+    let dir = &path[..path.rfind('/').map_or(0, |slash| slash + 1)];
+    match dir.trim_end_matches('/').rfind('/') {
+        Some(slash) => &path[slash..],
+        None => path,
+    }
+}
+
+/// `link_to_parent`'s statement: session `?1`'s parent by the path its
+/// header records; else by that path's tail `?2`, the session whose own
+/// tail it is (`sessions_file_tail`, migration 0026); else by a session id.
+const LINK_TO_PARENT: &str = "UPDATE sessions SET parent_session_id = coalesce(
+          (SELECT p.session_id FROM sessions p WHERE p.file_path = sessions.parent_session),
+          (SELECT p.session_id FROM sessions p
+            WHERE ?2 IS NOT NULL AND p.file_tail = ?2 AND p.file_id <> sessions.file_id
+            ORDER BY p.file_id LIMIT 1),
+          -- oh-my-pi's `fork()` writes the parent's session id, not its path.
+          (SELECT p.session_id FROM sessions p
+            WHERE instr(sessions.parent_session, '/') = 0
+              AND p.session_id = sessions.parent_session AND p.file_id <> sessions.file_id
+            ORDER BY p.file_id LIMIT 1))
+      WHERE file_id = ?1";
+
+/// `relink_children`'s query: the sessions linked to a parent, from
+/// their own index (`sessions_parent_id`, migration 0025).
+const CHILDREN_LINKED: &str =
+    "SELECT file_id, parent_session FROM sessions WHERE parent_session_id = ?1";
 
 struct EntryKey<'a> {
     rowid: i64,
@@ -1065,13 +1086,98 @@ mod tests {
                 .any(|line| line.contains("sessions_parent (parent_session=?)")),
             "{plan:#?}"
         );
+        for index in [
+            "sessions_unlinked (parent_session=?)",
+            "sessions_unlinked_tail (parent_tail=?)",
+        ] {
+            assert!(
+                plan.iter().any(|line| line.contains(index)),
+                "{index}: {plan:#?}"
+            );
+        }
         assert!(
-            plan.iter().any(|line| line.contains("sessions_unlinked")),
+            !plan.iter().any(|line| line.starts_with("SCAN sessions")),
+            "{plan:#?}"
+        );
+    }
+
+    /// A session naming a parent under another root finds it by its tail
+    /// in an index, not by reading every session.
+    #[test]
+    fn a_parent_is_found_by_its_tail_in_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        let plan = query_plan(&writer.conn, LINK_TO_PARENT);
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("sessions_file_tail (file_tail=?)")),
             "{plan:#?}"
         );
         assert!(
-            !plan.iter().any(|line| line == "SCAN sessions"),
+            !plan.iter().any(|line| line.starts_with("SCAN p")),
             "{plan:#?}"
         );
+    }
+
+    /// A path's `tail_key` is what migration 0026 computes for the rows
+    /// already there, and it equals a `path_tail` exactly when the path
+    /// ends with that tail (what the unindexed rule asked).
+    #[test]
+    fn a_tail_key_matches_the_migration_and_the_paths_ending_alike() {
+        let migration = include_str!("../../migrations/0026_path_tails.sql");
+        let start = migration.find("UPDATE sessions SET").unwrap();
+        let update = &migration[start..start + migration[start..].find(';').unwrap()];
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        let paths = [
+            "/home/u/.pi/agent/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_a.jsonl",
+            "/copy/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_a.jsonl",
+            "/p--/2026-01-01T00-00-00-000Z_a.jsonl",
+            "/x/--home-u-p--//2026-01-01T00-00-00-000Z_a.jsonl",
+            "/x//--home-u-p--/2026-01-01T00-00-00-000Z_a.jsonl",
+            "/x/--home-u-p--/2026-01-01T00-00-00-000Z_a.jsonl/",
+            "/x/--home-u-p--/2026-01-01T00-00-00-000Z_a.jsonl//",
+            "/r/--home-u-ü--/séance.jsonl",
+            "/r/a/--home-u-ü--/séance.jsonl",
+            "/séance.jsonl",
+            "relative/--home-u-p--/a.jsonl",
+            "--home-u-p--/a.jsonl",
+            "a.jsonl",
+            "/",
+            "",
+        ];
+        for (n, path) in paths.iter().enumerate() {
+            writer
+                .conn
+                .execute(
+                    "INSERT INTO sessions(file_id, session_id, file_path, cwd, version,
+                                          listed_by_pi, header_raw, parent_session)
+                     VALUES (?1, ?1, ?2, '/p', 3, 1, '{}', ?2)",
+                    rusqlite::params![n as i64, path],
+                )
+                .unwrap();
+        }
+        writer.conn.execute(update, []).unwrap();
+        for (n, path) in paths.iter().enumerate() {
+            let (file_tail, parent_tail): (String, String) = writer
+                .conn
+                .query_row(
+                    "SELECT file_tail, parent_tail FROM sessions WHERE file_id = ?1",
+                    [n as i64],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!(file_tail, tail_key(path), "{path:?}");
+            assert_eq!(parent_tail, tail_key(path), "{path:?}");
+            for other in paths {
+                if let Some(wanted) = path_tail(other) {
+                    assert_eq!(
+                        tail_key(path) == wanted,
+                        path.ends_with(&wanted),
+                        "{path:?} against {wanted:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -269,6 +269,11 @@ fn undo(migration: usize) -> String {
     let copies = include_str!("../../migrations/0009_copies.sql");
     let exact = include_str!("../../migrations/0018_exact_lines.sql");
     match migration {
+        // Path tails kept and indexed (0026_path_tails.sql).
+        26 => "DROP INDEX sessions_file_tail; DROP INDEX sessions_unlinked_tail;
+               ALTER TABLE sessions DROP COLUMN file_tail;
+               ALTER TABLE sessions DROP COLUMN parent_tail;"
+            .to_owned(),
         // Linked children indexed (0025_linked_children.sql).
         25 => "DROP INDEX sessions_parent_id;".to_owned(),
         // Unlinked children indexed (0024_unlinked_children.sql).
