@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::subagents::session_files_above;
 use super::{Result, Writer, sqlite_error};
 
 /// What a database says it is.
@@ -313,18 +314,6 @@ fn missing_tool_outputs_sql(only: &str) -> String {
                                AND a.session_path = x.path)
           ORDER BY x.path, x.line_no"
     )
-}
-
-/// The session files in whose folders `path` lies, nearest first: a
-/// transcript's result may name an output of any of them
-/// (`subagents::in_session_folder`). Folder `D/` belongs to the session
-/// file `D.jsonl`, so each is one lookup by `(number, session)`; asked of
-/// every output with the number, as a range of each output's session, the
-/// check read an output of every session for each result.
-fn session_files_above(path: &str) -> impl Iterator<Item = String> + '_ {
-    path.rmatch_indices('/')
-        .filter(move |(at, _)| at + 1 < path.len())
-        .map(|(at, _)| format!("{}.jsonl", &path[..at]))
 }
 
 #[cfg(test)]

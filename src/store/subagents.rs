@@ -493,9 +493,7 @@ impl Writer {
             })
             .map_err(self.err())?;
         for (file_id, path) in orphans {
-            let mut dir = std::path::Path::new(&path).parent();
-            while let Some(ancestor) = dir {
-                let candidate = format!("{}.jsonl", ancestor.display());
+            for candidate in session_files_above(&path) {
                 let parent: Option<String> = self
                     .conn
                     .prepare_cached(
@@ -513,11 +511,23 @@ impl Writer {
                         .map_err(self.err())?;
                     break;
                 }
-                dir = ancestor.parent();
             }
         }
         Ok(())
     }
+}
+
+/// The session files in whose folders `path` lies, nearest first: folder
+/// `D/` belongs to the session file `D.jsonl` (`in_session_folder` in
+/// SQL). Each is one lookup by path: a transcript's result may name an
+/// output of any of them (`check`), and a session nested below them has
+/// the nearest one as its parent (`link_nested_sessions`). As a range of
+/// each session's path, the output check read every session's output for
+/// each result.
+pub(super) fn session_files_above(path: &str) -> impl Iterator<Item = String> + '_ {
+    path.rmatch_indices('/')
+        .filter(move |(at, _)| at + 1 < path.len())
+        .map(|(at, _)| format!("{}.jsonl", &path[..at]))
 }
 
 /// SQL: `path` lies in the folder of the session file `session_path`
@@ -816,6 +826,60 @@ mod tests {
         assert!(
             !link.iter().any(|line| line.starts_with("SCAN t")),
             "{link:#?}"
+        );
+    }
+
+    /// A session nested below other sessions' folders with no parent named
+    /// gets the nearest of them; one below none keeps none.
+    #[test]
+    fn a_nested_session_gets_the_nearest_session_above_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        let files = [
+            (1, "/r/p/s.jsonl", 2),
+            (2, "/r/p/s/run-0.jsonl", 3),
+            (3, "/r/p/s/run-0/c.jsonl", 4),
+            (4, "/r/p/s/other/d.jsonl", 4),
+            (5, "/r/p/t/e.jsonl", 3),
+        ];
+        for (file_id, path, depth) in files {
+            writer
+                .conn
+                .execute(
+                    "INSERT INTO files(file_id, path, root, rel_path, depth, status, parser_version)
+                     VALUES (?1, ?2, '/r', ?2, ?3, 'indexed', 1)",
+                    rusqlite::params![file_id, path, depth],
+                )
+                .unwrap();
+            writer
+                .conn
+                .execute(
+                    "INSERT INTO sessions(file_id, session_id, file_path, cwd, version, listed_by_pi,
+                                          header_raw)
+                     VALUES (?1, 'id' || ?1, ?2, '/p', 3, 1, '{}')",
+                    rusqlite::params![file_id, path],
+                )
+                .unwrap();
+        }
+        writer.link_nested_sessions().unwrap();
+        let parents: Vec<(i64, Option<String>)> = writer
+            .conn
+            .prepare("SELECT file_id, parent_session_id FROM sessions ORDER BY file_id")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let id = |n: &str| Some(n.to_owned());
+        assert_eq!(
+            parents,
+            [
+                (1, None),
+                (2, id("id1")),
+                (3, id("id2")),
+                (4, id("id1")),
+                (5, None)
+            ]
         );
     }
 
