@@ -79,6 +79,13 @@ INSERT INTO fts(fts, rank) VALUES ('hashsize', 4194304);
 INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 4194304);
 ";
 
+/// The shard's tables beyond `SHARD_SCHEMA`'s, which a shard of this
+/// layout may lack (written by an earlier piidx) and which the writer adds.
+fn add_later_tables(conn: &Connection, shards: usize) -> rusqlite::Result<()> {
+    add_purge_column(conn)?;
+    super::lengths::add_missing(conn, shards as i64)
+}
+
 /// The index text sent to the shards per message (the main writer commits
 /// every ~32 MB of input, and the catch-up sends the same amount).
 const CATCH_UP_BYTES: usize = 32 << 20;
@@ -368,6 +375,23 @@ impl Writer {
             Ok(0) => {}
             Ok(n) => return Some(format!("shard {name}: {n} trigram row(s) without a chunk")),
             Err(err) => return Some(format!("shard {name}: {err}")),
+        }
+        for table in super::lengths::TABLES {
+            match super::lengths::mismatches(&conn, table, config.shards as i64) {
+                Ok(Some(0)) => {}
+                Ok(None) => {
+                    return Some(format!(
+                        "shard {name} has no {table}_lengths; `piidx sync` adds it"
+                    ));
+                }
+                Ok(Some(n)) => {
+                    return Some(format!(
+                        "shard {name}: {n} row length(s) of {table} differ from FTS5's; \
+                         `piidx doctor --fix` indexes it again"
+                    ));
+                }
+                Err(err) => return Some(format!("shard {name}: {err}")),
+            }
         }
         match (want, have) {
             (Ok(want), Ok(have)) if want == have => None,
@@ -798,13 +822,14 @@ impl ShardWriter {
     fn open(db: &Path, shard: usize, config: &ShardConfig) -> Result<ShardWriter> {
         let path = shard_path(db, shard);
         let (conn, upto) = open_shard_for_writing(&path, shard, config)?;
+        let shards = config.shards as i64;
         // One message in flight: the main writer runs at most one commit
         // ahead of the slowest shard, which bounds memory.
         let (sender, receiver) = sync_channel::<Work>(1);
         let thread_path = path.clone();
         let thread = std::thread::Builder::new()
             .name(format!("piidx-fts{shard}"))
-            .spawn(move || write_shard(conn, &thread_path, receiver))
+            .spawn(move || write_shard(conn, &thread_path, shards, receiver))
             .map_err(|source| StoreError::Shard {
                 path: path.clone(),
                 message: format!("cannot start its writer thread: {source}"),
@@ -853,7 +878,7 @@ fn open_shard_for_writing(
     {
         let conn = Connection::open(path).map_err(&err)?;
         configure_shard(&conn, path)?;
-        add_purge_column(&conn).map_err(&err)?;
+        add_later_tables(&conn, config.shards).map_err(&err)?;
         return Ok((conn, upto));
     }
     remove_shard_file(path).map_err(|source| StoreError::Shard {
@@ -865,8 +890,12 @@ fn open_shard_for_writing(
     // Before the first table: only an empty file takes it (see `reclaim`).
     conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL")
         .map_err(&err)?;
+    let lengths: String = super::lengths::TABLES
+        .iter()
+        .map(|table| super::lengths::create_sql(table))
+        .collect();
     conn.execute_batch(&format!(
-        "BEGIN IMMEDIATE; {SHARD_SCHEMA}
+        "BEGIN IMMEDIATE; {SHARD_SCHEMA} {lengths}
          PRAGMA application_id = {SHARD_APPLICATION_ID}; PRAGMA user_version = {SHARD_VERSION};"
     ))
     .map_err(&err)?;
@@ -949,10 +978,15 @@ fn configure_shard(conn: &Connection, path: &Path) -> Result<()> {
 /// timeout, the transaction is rolled back and the rest is left to the next
 /// sync (its mark stays where it was), instead of failing a sync whose main
 /// database has already committed.
-fn write_shard(conn: Connection, path: &Path, receiver: Receiver<Work>) -> Result<bool> {
+fn write_shard(
+    conn: Connection,
+    path: &Path,
+    shards: i64,
+    receiver: Receiver<Work>,
+) -> Result<bool> {
     let err = sqlite_error(path);
     while let Ok(work) = receiver.recv() {
-        match write_work(&conn, &work) {
+        match write_work(&conn, &work, shards) {
             Ok(()) => {}
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::DatabaseBusy =>
@@ -1041,7 +1075,7 @@ fn purge(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
-fn write_work(conn: &Connection, work: &Work) -> rusqlite::Result<()> {
+fn write_work(conn: &Connection, work: &Work, shards: i64) -> rusqlite::Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     // A row is deleted only if the shard has it: the `'delete'` command
     // takes away the words it is given whether the row is there or not, so
@@ -1072,10 +1106,18 @@ fn write_work(conn: &Connection, work: &Work) -> rusqlite::Result<()> {
     let mut insert = conn.prepare_cached("INSERT INTO fts(rowid, body) VALUES (?1, ?2)")?;
     let mut insert_trigrams =
         conn.prepare_cached("INSERT INTO fts_trigram(rowid, body) VALUES (?1, ?2)")?;
+    let (mut words, mut trigrams) = (IdRange::default(), IdRange::default());
     for (id, body, trigram) in &work.rows {
         insert.execute(params![id, body])?;
+        words.add(*id);
         if *trigram {
             insert_trigrams.execute(params![id, body])?;
+            trigrams.add(*id);
+        }
+    }
+    for (table, range) in super::lengths::TABLES.into_iter().zip([words, trigrams]) {
+        if let Some((low, high)) = range.0 {
+            super::lengths::record(conn, table, shards, low, high)?;
         }
     }
     conn.execute(
@@ -1087,6 +1129,19 @@ fn write_work(conn: &Connection, work: &Work) -> rusqlite::Result<()> {
         crate::fault::kill_now();
     }
     conn.execute_batch("COMMIT")
+}
+
+/// The lowest and highest of the ids inserted into a table.
+#[derive(Default)]
+struct IdRange(Option<(i64, i64)>);
+
+impl IdRange {
+    fn add(&mut self, id: i64) {
+        self.0 = Some(
+            self.0
+                .map_or((id, id), |(low, high)| (low.min(id), high.max(id))),
+        );
+    }
 }
 
 /// Attaches every shard read-only to a query connection as `fts0`, `fts1`,

@@ -12,6 +12,7 @@ mod copies;
 mod fts;
 mod functions;
 mod guard;
+pub mod lengths;
 mod machine;
 #[cfg(feature = "postgres")]
 pub mod pg;

@@ -18,21 +18,21 @@
 //! FTS5 builds by merging every phrase's positions (`phrase_frequencies`).
 //!
 //! Each row's length (its token count, for the length normalisation) is
-//! read from the table's `<table>_docsize` rows. FTS5's `xColumnSize` looks
-//! each one up from the root of that table's B-tree with a statement of its
-//! own: ~0.6 µs a row, most of a shard's ranking of a common word's newest
-//! 2,500 matches (1.4 of 1.9 ms). Given the table as
-//! `piidx_bm25(fts, 'fts0', 'fts')`, a query whose matches come newest first
-//! (`ORDER BY rowid DESC`, as search's windows do) walks the docsize rows
-//! down beside them instead (`Docsizes`): a few steps to the next match, and
-//! a new seek only after a gap. The sizes read are the same; any row it
-//! cannot read that way is asked of `xColumnSize`.
+//! what FTS5's `xColumnSize` gives, which looks it up in the table's
+//! `<table>_docsize` rows with a statement of its own (~0.6 µs a row, most
+//! of a shard's ranking of a common word's newest matches). Given the shard
+//! and table as `piidx_bm25(fts, 'fts0', 'fts')`, it reads the lengths the
+//! shard keeps in blocks instead (`lengths`): one small row per block of
+//! neighbouring chunks. A row whose length is not there is asked of
+//! `xColumnSize`, so the scores are the same either way.
 //!
 //! Registered per connection through the `fts5_api` pointer FTS5 hands out
 //! to `SELECT fts5(?1)` (the documented way; rusqlite has no FTS5 API).
 
 use rusqlite::ffi;
 use std::ffi::{c_int, c_void};
+
+use super::lengths;
 
 /// The SQL name of the function.
 pub const FUNCTION: &str = "piidx_bm25";
@@ -78,8 +78,8 @@ struct QueryData {
     avgdl: f64,
     idf: Vec<f64>,
     freq: Vec<f64>,
-    /// The table's docsize rows, when the function was told the table.
-    docsizes: Option<Docsizes>,
+    /// The shard's lengths, when the function was told the shard and table.
+    lengths: Option<Lengths>,
 }
 
 unsafe extern "C" fn piidx_bm25(
@@ -92,7 +92,7 @@ unsafe extern "C" fn piidx_bm25(
     // SAFETY: FTS5 calls this with a valid API, cursor context and result
     // context, and `n_val` argument values, for the duration of the call.
     unsafe {
-        let table = || docsize_table(ctx, n_val, values);
+        let table = || lengths_table(ctx, n_val, values);
         match score(&*api, fts, table) {
             Ok(score) => ffi::sqlite3_result_double(ctx, score),
             Err(rc) => ffi::sqlite3_result_error_code(ctx, rc),
@@ -114,21 +114,18 @@ fn check(rc: c_int) -> Result<(), c_int> {
 }
 
 /// The current row's score: lower is better, as with `bm25()`. `table`:
-/// the connection and the docsize table named in the arguments, if any.
+/// the connection, shard and table named in the arguments, if any.
 unsafe fn score(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
-    table: impl FnOnce() -> Option<(*mut ffi::sqlite3, String)>,
+    table: impl FnOnce() -> Option<(*mut ffi::sqlite3, String, String)>,
 ) -> Result<f64, c_int> {
     // SAFETY: FTS5 passes valid pointers for the duration of the call.
     unsafe {
         let query = &mut *query_data(api, fts, table)?;
         phrase_frequencies(api, fts, &mut query.freq)?;
         let rowid = method(api.xRowid)?(fts);
-        let known = query
-            .docsizes
-            .as_mut()
-            .and_then(|sizes| sizes.tokens(rowid));
+        let known = query.lengths.as_mut().and_then(|sizes| sizes.tokens(rowid));
         let tokens = match known {
             Some(tokens) => tokens,
             None => {
@@ -190,7 +187,7 @@ unsafe fn phrase_frequencies(
 unsafe fn query_data(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
-    table: impl FnOnce() -> Option<(*mut ffi::sqlite3, String)>,
+    table: impl FnOnce() -> Option<(*mut ffi::sqlite3, String, String)>,
 ) -> Result<*mut QueryData, c_int> {
     // SAFETY: FTS5 passes valid pointers for the duration of the call.
     unsafe {
@@ -214,13 +211,12 @@ unsafe fn query_data(
                 .map(|phrase| phrase_idf(api, fts, phrase, rows))
                 .collect::<Result<_, _>>()?
         };
-        let columns = usize::try_from(method(api.xColumnCount)?(fts)).unwrap_or(0);
-        let docsizes = table().and_then(|(db, table)| Docsizes::prepare(db, &table, columns));
+        let lengths = table().and_then(|(db, schema, table)| Lengths::prepare(db, &schema, &table));
         let data = Box::into_raw(Box::new(QueryData {
             avgdl,
             idf,
             freq: vec![0.0; phrases],
-            docsizes,
+            lengths,
         }));
         // On failure FTS5 has already called `drop_query_data` on `data`.
         check(method(api.xSetAuxdata)?(
@@ -274,17 +270,17 @@ unsafe extern "C" fn drop_query_data(data: *mut c_void) {
     }
 }
 
-/// The docsize table named by the function's two optional arguments
-/// (schema, FTS5 table), with the connection to read it on. Names are
-/// piidx's own (`fts0`, `fts`); anything else is not used.
+/// The shard and FTS5 table named by the function's two optional
+/// arguments (schema, table), with the connection to read them on. Names
+/// are piidx's own (`fts0`, `fts`); anything else is not used.
 ///
 /// # Safety
 /// As FTS5 passes them to an auxiliary function.
-unsafe fn docsize_table(
+unsafe fn lengths_table(
     ctx: *mut ffi::sqlite3_context,
     n_val: c_int,
     values: *mut *mut ffi::sqlite3_value,
-) -> Option<(*mut ffi::sqlite3, String)> {
+) -> Option<(*mut ffi::sqlite3, String, String)> {
     if n_val != 2 || values.is_null() {
         return None;
     }
@@ -305,145 +301,104 @@ unsafe fn docsize_table(
     let (schema, table) = (name(0)?, name(1)?);
     // SAFETY: the context is valid for the call.
     let db = unsafe { ffi::sqlite3_context_db_handle(ctx) };
-    (!db.is_null()).then(|| (db, format!("\"{schema}\".\"{table}_docsize\"")))
+    (!db.is_null()).then_some((db, schema, table))
 }
 
-/// How many docsize rows `Docsizes` steps over to reach the next match
-/// before it seeks it instead (a step costs a fraction of a seek).
-const MAX_STEPS: usize = 8;
-
-/// A walk down a docsize table (`id INTEGER PRIMARY KEY, sz BLOB`: a
-/// varint per column) beside a query's matches, newest first.
-struct Docsizes {
-    /// `SELECT id, sz ... WHERE id <= ?1 ORDER BY id DESC`, on the query's
-    /// connection; finalized on drop.
-    stmt: *mut ffi::sqlite3_stmt,
-    columns: usize,
-    /// The row the statement is on, if it is on one.
-    at: Option<i64>,
-    /// The previous match's rowid: a later match above it means the
-    /// matches do not come newest first, and `xColumnSize` is asked.
-    last: Option<i64>,
+/// A shard's `<table>_lengths` (`lengths`), read a block at a time as the
+/// matches come.
+struct Lengths {
+    /// `SELECT sizes ... WHERE block = ?1`, on the query's connection.
+    stmt: Statement,
+    /// The shard count, which places an id in the blocks.
+    shards: i64,
+    /// The block last read, and its sizes.
+    block: Option<i64>,
+    sizes: Vec<u8>,
 }
 
-impl Docsizes {
-    /// `None` when the statement cannot be prepared (no such table).
+impl Lengths {
+    /// `None` when the shard has no such table (a shard of an earlier
+    /// piidx, until the next sync adds it, or no shard at all).
     ///
     /// # Safety
     /// `db` is the connection of the running query, used on this thread.
-    unsafe fn prepare(db: *mut ffi::sqlite3, table: &str, columns: usize) -> Option<Docsizes> {
-        let sql = std::ffi::CString::new(format!(
-            "SELECT id, sz FROM {table} WHERE id <= ?1 ORDER BY id DESC"
-        ))
-        .ok()?;
+    unsafe fn prepare(db: *mut ffi::sqlite3, schema: &str, table: &str) -> Option<Lengths> {
+        // SAFETY: the caller's contract.
+        let shards = unsafe {
+            let stmt = Statement::prepare(db, &format!("SELECT shards FROM \"{schema}\".shard"))?;
+            stmt.step().then(|| ffi::sqlite3_column_int64(stmt.0, 0))?
+        };
+        // SAFETY: the caller's contract.
+        let stmt = unsafe {
+            Statement::prepare(
+                db,
+                &format!("SELECT sizes FROM \"{schema}\".\"{table}_lengths\" WHERE block = ?1"),
+            )?
+        };
+        Some(Lengths {
+            stmt,
+            shards,
+            block: None,
+            sizes: Vec::new(),
+        })
+    }
+
+    /// The token count of row `rowid` (all columns), or `None` when it is
+    /// not recorded.
+    fn tokens(&mut self, rowid: i64) -> Option<c_int> {
+        let (block, slot) = lengths::locate(rowid, self.shards);
+        if self.block != Some(block) {
+            self.block = Some(block);
+            self.sizes.clear();
+            // SAFETY: `stmt` is a live statement of this connection and
+            // thread; the blob is copied before the reset.
+            unsafe {
+                let stmt = self.stmt.0;
+                ffi::sqlite3_reset(stmt);
+                if ffi::sqlite3_bind_int64(stmt, 1, block) == ffi::SQLITE_OK && self.stmt.step() {
+                    let blob = ffi::sqlite3_column_blob(stmt, 0).cast::<u8>();
+                    let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, 0)).unwrap_or(0);
+                    if !blob.is_null() {
+                        self.sizes
+                            .extend_from_slice(std::slice::from_raw_parts(blob, len));
+                    }
+                }
+                ffi::sqlite3_reset(stmt);
+            }
+        }
+        lengths::read_slot(&self.sizes, slot)
+    }
+}
+
+/// A prepared statement, finalized on drop.
+struct Statement(*mut ffi::sqlite3_stmt);
+
+impl Statement {
+    /// # Safety
+    /// `db` is an open connection, used on this thread.
+    unsafe fn prepare(db: *mut ffi::sqlite3, sql: &str) -> Option<Statement> {
+        let sql = std::ffi::CString::new(sql).ok()?;
         let mut stmt: *mut ffi::sqlite3_stmt = std::ptr::null_mut();
         // SAFETY: `db` is open (the caller's contract).
         let rc = unsafe {
             ffi::sqlite3_prepare_v2(db, sql.as_ptr(), -1, &mut stmt, std::ptr::null_mut())
         };
-        if rc != ffi::SQLITE_OK || stmt.is_null() || columns == 0 {
-            // SAFETY: finalizing a null statement is a no-op.
-            unsafe { ffi::sqlite3_finalize(stmt) };
-            return None;
-        }
-        Some(Docsizes {
-            stmt,
-            columns,
-            at: None,
-            last: None,
-        })
+        let stmt = Statement(stmt);
+        (rc == ffi::SQLITE_OK && !stmt.0.is_null()).then_some(stmt)
     }
 
-    /// The token count of row `rowid` (all columns), or `None` when it is
-    /// not read here.
-    fn tokens(&mut self, rowid: i64) -> Option<c_int> {
-        let descending = self.last.is_none_or(|last| rowid < last);
-        self.last = Some(rowid);
-        if !descending {
-            self.at = None;
-            return None;
-        }
-        let mut steps = 0;
-        while steps < MAX_STEPS && self.at.is_some_and(|at| at > rowid) {
-            self.at = self.step();
-            steps += 1;
-        }
-        if self.at.is_none_or(|at| at > rowid) {
-            self.at = self.seek(rowid);
-        }
-        if self.at != Some(rowid) {
-            return None;
-        }
-        // SAFETY: the statement is on a row; the blob lives until the next
-        // step, reset or finalize.
-        let size = unsafe {
-            let blob = ffi::sqlite3_column_blob(self.stmt, 1).cast::<u8>();
-            let len = usize::try_from(ffi::sqlite3_column_bytes(self.stmt, 1)).ok()?;
-            if blob.is_null() {
-                return None;
-            }
-            std::slice::from_raw_parts(blob, len)
-        };
-        total_size(size, self.columns)
-    }
-
-    /// Positions the statement on the greatest id at most `rowid`.
-    fn seek(&mut self, rowid: i64) -> Option<i64> {
-        // SAFETY: `stmt` is a live statement of this connection and thread.
-        unsafe {
-            ffi::sqlite3_reset(self.stmt);
-            if ffi::sqlite3_bind_int64(self.stmt, 1, rowid) != ffi::SQLITE_OK {
-                return None;
-            }
-        }
-        self.step()
-    }
-
-    /// The next row's id (downwards), `None` at the end or on an error.
-    fn step(&mut self) -> Option<i64> {
-        // SAFETY: `stmt` is a live statement of this connection and thread.
-        unsafe {
-            (ffi::sqlite3_step(self.stmt) == ffi::SQLITE_ROW)
-                .then(|| ffi::sqlite3_column_int64(self.stmt, 0))
-        }
+    /// Whether a step found a row.
+    fn step(&self) -> bool {
+        // SAFETY: a live statement of this thread's connection.
+        unsafe { ffi::sqlite3_step(self.0) == ffi::SQLITE_ROW }
     }
 }
 
-impl Drop for Docsizes {
+impl Drop for Statement {
     fn drop(&mut self) {
-        // SAFETY: the statement is finalized once, here.
-        unsafe { ffi::sqlite3_finalize(self.stmt) };
+        // SAFETY: finalized once, here; finalizing null is a no-op.
+        unsafe { ffi::sqlite3_finalize(self.0) };
     }
-}
-
-/// The sum of a docsize blob's per-column varints, as FTS5 decodes them
-/// (`fts5StorageDecodeSizeArray`: exactly `columns` varints, nothing
-/// after them); `None` when the blob is not that.
-fn total_size(mut blob: &[u8], columns: usize) -> Option<c_int> {
-    let mut total: c_int = 0;
-    for _ in 0..columns {
-        let (value, used) = varint(blob)?;
-        // FTS5 keeps each column's size as a 32-bit integer.
-        total = total.wrapping_add(value as u32 as c_int);
-        blob = &blob[used..];
-    }
-    blob.is_empty().then_some(total)
-}
-
-/// SQLite's varint (1–9 bytes, big-endian, 7 bits a byte but the ninth's
-/// 8) and its length.
-fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut value: u64 = 0;
-    for (i, &byte) in bytes.iter().enumerate().take(9) {
-        if i == 8 {
-            return Some(((value << 8) | u64::from(byte), 9));
-        }
-        value = (value << 7) | u64::from(byte & 0x7f);
-        if byte & 0x80 == 0 {
-            return Some((value, i + 1));
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -494,15 +449,19 @@ mod tests {
     }
 
     #[test]
-    fn docsizes_walked_beside_the_matches_give_the_same_scores() {
+    fn lengths_read_from_the_shard_give_the_same_scores() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         register(&conn).unwrap();
-        conn.execute_batch("CREATE VIRTUAL TABLE t USING fts5(a, b, content = '')")
-            .unwrap();
-        // Matches close together (a step apart) and far apart (a seek),
-        // rows of every length, and rows without the word between.
-        for id in 1..=400_i64 {
-            let word = if id % 3 == 0 || (id > 200 && id % 37 == 0) {
+        // Shard 1 of 3: ids 1, 4, 7, ... over several blocks.
+        conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE t USING fts5(a, b, content = '');
+             CREATE TABLE shard(shards INTEGER NOT NULL); INSERT INTO shard VALUES (3); {}",
+            lengths::create_sql("t")
+        ))
+        .unwrap();
+        let ids: Vec<i64> = (0..2500).map(|n| 3 * n + 1).collect();
+        for &id in &ids {
+            let word = if id % 7 == 0 || id % 101 == 0 {
                 "alpha"
             } else {
                 "beta"
@@ -518,6 +477,15 @@ mod tests {
             )
             .unwrap();
         }
+        lengths::record(&conn, "t", 3, 0, i64::MAX).unwrap();
+        // A row without its length: `xColumnSize` gives it.
+        let (block, slot) = lengths::locate(7 * 103 + 1, 3);
+        conn.execute(
+            "UPDATE t_lengths SET sizes = CAST(substr(sizes, 1, ?2) || zeroblob(2) || substr(sizes, ?2 + 3) AS BLOB)
+              WHERE block = ?1",
+            rusqlite::params![block, 2 * slot as i64],
+        )
+        .unwrap();
         for (order, query) in [
             ("rowid DESC", "alpha"),
             ("rowid DESC", "alpha OR delta"),
@@ -534,23 +502,21 @@ mod tests {
                     .collect::<rusqlite::Result<_>>()
                     .unwrap()
             };
-            let walked = rows("piidx_bm25(t, 'main', 't')");
-            assert!(!walked.is_empty(), "{query}");
-            assert_eq!(walked, rows("piidx_bm25(t)"), "{query} {order}");
+            let read = rows("piidx_bm25(t, 'main', 't')");
+            assert!(!read.is_empty(), "{query}");
+            assert_eq!(read, rows("piidx_bm25(t)"), "{query} {order}");
         }
-        // The walk itself reads every row's size (the comparison above
-        // would also hold if it read none).
+        // The lengths are read (the comparison above would also hold if
+        // none were).
         // SAFETY: the connection is open and used on this thread only.
-        let mut sizes = unsafe { Docsizes::prepare(conn.handle(), "\"main\".\"t_docsize\"", 2) }
-            .expect("the docsize table");
-        for id in (1..=400_i64).rev().step_by(3) {
-            let expected = 1 + (id % 11) + (id % 5);
-            assert_eq!(sizes.tokens(id), Some(expected as c_int), "row {id}");
+        let mut lengths =
+            unsafe { Lengths::prepare(conn.handle(), "main", "t") }.expect("the lengths table");
+        for &id in ids.iter().rev().step_by(5) {
+            let expected = (id != 7 * 103 + 1).then_some((1 + (id % 11) + (id % 5)) as c_int);
+            assert_eq!(lengths.tokens(id), expected, "row {id}");
         }
-        assert_eq!(sizes.tokens(399), None, "not newest first");
-        assert_eq!(total_size(&[3, 0x81, 0x00], 2), Some(3 + 128));
-        assert_eq!(total_size(&[3], 2), None);
-        assert_eq!(total_size(&[3, 4, 5], 2), None);
+        // SAFETY: as above.
+        assert!(unsafe { Lengths::prepare(conn.handle(), "main", "nothing") }.is_none());
     }
 
     /// `counts(t, 0)`: each phrase's count in the row as FTS5's instance

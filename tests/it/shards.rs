@@ -1,7 +1,8 @@
 //! The word index's shard files: a shard that is behind, missing or holds
 //! rows it should not is repaired by the next sync; changing the shard count
 //! re-indexes without changing what search finds, and a stray shard file
-//! changes nothing; a schema-5 database (one
+//! changes nothing; shards without the row lengths (an earlier piidx's)
+//! rank alike and get them from the next sync; a schema-5 database (one
 //! FTS table inside the main file) and a schema-6 one (the trigram index
 //! still inside it, shards without one) are upgraded in place.
 
@@ -202,6 +203,71 @@ fn shards_of_another_index_are_refused() {
             assert!(stderr.contains("piidx sync"), "{args:?}: {stderr}");
         }
     }
+}
+
+/// `search --json` of each query, scores included.
+fn ranked(env: &Env) -> Vec<String> {
+    QUERIES
+        .iter()
+        .map(|query| {
+            let out = env.run(&["search", query, "--json", "--limit", "1000"]);
+            assert!(out.status.success(), "search {query}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect()
+}
+
+fn assert_ranked_alike(env: &Env, expected: &[String], when: &str) {
+    for ((query, now), before) in QUERIES.iter().zip(ranked(env)).zip(expected) {
+        assert!(&now == before, "{when}: search {query} ranks otherwise");
+    }
+}
+
+#[test]
+fn shards_without_row_lengths_rank_alike_and_get_them_from_the_next_sync() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let expected = ranked(&env);
+    assert!(expected.iter().all(|hits| hits.contains("\"score\"")));
+    let shards = shard_paths(&env.db);
+
+    // A slot that disagrees with FTS5 is a finding, which `--fix` repairs.
+    let shard = rusqlite::Connection::open(&shards[0]).expect("open shard");
+    let id: i64 = shard
+        .query_row("SELECT min(id) FROM fts_docsize", [], |row| row.get(0))
+        .expect("a row");
+    let (block, slot) = piidx::store::lengths::locate(id, shards.len() as i64);
+    shard
+        .execute(
+            "UPDATE fts_lengths
+                SET sizes = CAST(substr(sizes, 1, ?2) || x'ffff' || substr(sizes, ?2 + 3) AS BLOB)
+              WHERE block = ?1",
+            (block, 2 * slot as i64),
+        )
+        .expect("change a length");
+    drop(shard);
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("doctor --json");
+    let finding = report["findings"]["fts"].as_str().unwrap_or_default();
+    assert!(finding.contains("row length(s) of fts differ"), "{report}");
+    assert_eq!(env.run(&["doctor", "--fix"]).status.code(), Some(1));
+    fts_integrity(&env.db);
+    assert_ranked_alike(&env, &expected, "after doctor --fix");
+
+    // Shards of an earlier piidx (layout 4 without the lengths): the same
+    // scores, from FTS5's own lookups, until a sync adds them.
+    for shard in &shards {
+        db_sql(
+            shard,
+            "DROP TABLE fts_lengths; DROP TABLE fts_trigram_lengths;",
+        );
+    }
+    assert_ranked_alike(&env, &expected, "without the lengths");
+    let summary = env.sync();
+    assert_eq!(summary["entries_added"], 0);
+    fts_integrity(&env.db);
+    assert_ranked_alike(&env, &expected, "with the lengths added");
 }
 
 /// The fixture session with a tool result of 2 MB.

@@ -448,6 +448,16 @@ pub fn fts_integrity(db: &Path) {
             "shard {} holds exactly its chunks",
             path.display()
         );
+        for table in ["fts", "fts_trigram"] {
+            let wrong = piidx::store::lengths::mismatches(&shard, table, shards.len() as i64)
+                .expect("read the lengths");
+            assert_eq!(
+                wrong,
+                Some(0),
+                "{table}_lengths of {} holds every row's docsize",
+                path.display()
+            );
+        }
     }
     shard_words_match(db, &shards);
     // `message_fts` (external content) against the text of its view.
