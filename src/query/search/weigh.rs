@@ -5,7 +5,7 @@
 //! top `limit` entries (docs/search.md, "How the top is found"). Also the
 //! orderings every stage 1 shares (`Ranked`, best first, newest first).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 use rusqlite::types::Value as SqlValue;
@@ -75,12 +75,40 @@ fn best_bm25_first(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
     a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))
 }
 
+/// A match in `Weighing`'s heap, which pops the greatest: the best
+/// (`best_bm25_first`) is the greatest.
+#[derive(Clone, Copy)]
+struct Best((i64, f64));
+
+impl Ord for Best {
+    fn cmp(&self, other: &Best) -> std::cmp::Ordering {
+        best_bm25_first(&other.0, &self.0)
+    }
+}
+
+impl PartialOrd for Best {
+    fn partial_cmp(&self, other: &Best) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Best {
+    fn eq(&self, other: &Best) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Best {}
+
 /// The shards' matches on their way through `weigh`.
 pub(super) struct Weighing {
-    /// Every match: the first `sorted` best bm25 first (`best_bm25_first`),
-    /// the rest, all worse, in no order.
+    /// The matches taken in order so far, best bm25 first.
     matches: Vec<(i64, f64)>,
-    sorted: usize,
+    /// The others, all worse, in a heap: `weigh` usually settles the top
+    /// within a common word's first hundred matches of thousands, so they
+    /// are ordered only as they are taken. Sorting them all, or selecting
+    /// each batch from all the rest, read every match at every batch.
+    rest: BinaryHeap<Best>,
     /// How many of `matches` have been looked up.
     next: usize,
     /// Those that passed the filters, weighted, best first.
@@ -91,30 +119,26 @@ impl Weighing {
     /// Every shard's matches, in any order.
     pub fn new(matches: Vec<(i64, f64)>) -> Weighing {
         Weighing {
-            matches,
-            sorted: 0,
+            matches: Vec::new(),
+            rest: matches.into_iter().map(Best).collect(),
             next: 0,
             found: Vec::new(),
         }
     }
 
-    /// Orders the best `end` matches, from where the order stops: `weigh`
-    /// usually settles the top within a common word's first hundred of its
-    /// 5,000 matches, and sorting them all was a tenth of a millisecond of
-    /// the search's main thread.
+    /// How many matches there are.
+    fn len(&self) -> usize {
+        self.matches.len() + self.rest.len()
+    }
+
+    /// Takes matches in order until the best `end` are in `matches`.
     fn sort_through(&mut self, end: usize) {
-        let end = end.min(self.matches.len());
-        if end <= self.sorted {
-            return;
+        while self.matches.len() < end {
+            match self.rest.pop() {
+                Some(Best(found)) => self.matches.push(found),
+                None => break,
+            }
         }
-        let rest = &mut self.matches[self.sorted..];
-        let wanted = end - self.sorted;
-        if wanted < rest.len() {
-            // The `wanted` best first, in no order.
-            rest.select_nth_unstable_by(wanted - 1, best_bm25_first);
-        }
-        rest[..wanted].sort_unstable_by(best_bm25_first);
-        self.sorted = end;
     }
 }
 
@@ -153,7 +177,7 @@ pub(super) fn weigh(
         if settled {
             return Ok(top);
         }
-        let end = (weighing.next + batch).min(weighing.matches.len());
+        let end = (weighing.next + batch).min(weighing.len());
         weighing.sort_through(end);
         let bm25s: HashMap<i64, f64> = weighing.matches[weighing.next..end]
             .iter()
