@@ -3,8 +3,7 @@
 //!
 //! `piidx_bm25` needs every match's length (`rank`). FTS5 keeps it in a
 //! docsize row per row: a B-tree row to step to or seek for each match,
-//! which was a fifth to a quarter of a search's instructions on the 1 GB
-//! benchmark index (docs/performance.md). Here the lengths of a shard's
+//! a large part of a search's work (docs/performance.md). Here the lengths of a shard's
 //! rows sit in blocks of `SLOTS` two-byte slots, one row of
 //! `<table>_lengths(block, sizes)` each, addressed by the chunk id's
 //! position in its shard (`id / shards`: shard `s` holds the ids with
@@ -20,7 +19,7 @@
 //! `xColumnSize`, as does a shard written before this table existed, until
 //! the next sync adds it.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 /// Slots per block: a block of two-byte lengths fits in one page of the
 /// shard (4 KiB), with no overflow page to follow.
@@ -104,12 +103,17 @@ impl Block {
         let mut read = conn.prepare_cached(&format!(
             "SELECT sizes FROM {table}_lengths WHERE block = ?1"
         ))?;
-        let mut sizes: Vec<u8> =
-            read.query_row([number], |row| row.get(0))
-                .or_else(|err| match err {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(Vec::new()),
-                    other => Err(other),
-                })?;
+        // A block that is not a blob (a damaged shard) is written anew.
+        let mut sizes: Vec<u8> = read
+            .query_row([number], |row| {
+                Ok(row
+                    .get_ref(0)?
+                    .as_blob()
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default())
+            })
+            .optional()?
+            .unwrap_or_default();
         sizes.resize(SLOTS as usize * 2, 0);
         self.number = Some(number);
         self.sizes = sizes;
