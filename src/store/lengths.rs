@@ -60,6 +60,16 @@ fn slot_value(tokens: i64) -> u16 {
     u16::try_from(tokens).unwrap_or(0)
 }
 
+/// A `SELECT id, sz` docsize row: the id, and what its slot holds.
+fn docsize_row(row: &rusqlite::Row) -> rusqlite::Result<(i64, u16)> {
+    let tokens = row
+        .get_ref(1)?
+        .as_blob_or_null()?
+        .and_then(total_size)
+        .unwrap_or(0);
+    Ok((row.get(0)?, slot_value(tokens)))
+}
+
 /// Records the lengths of `table`'s rows with ids in `low..=high`, from
 /// their docsize rows. Runs inside the caller's transaction.
 pub(super) fn record(
@@ -75,18 +85,13 @@ pub(super) fn record(
     let mut rows = sizes.query(params![low, high])?;
     let mut block = Block::default();
     while let Some(row) = rows.next()? {
-        let id: i64 = row.get(0)?;
-        let tokens = row
-            .get_ref(1)?
-            .as_blob_or_null()?
-            .and_then(total_size)
-            .unwrap_or(0);
+        let (id, value) = docsize_row(row)?;
         let (number, slot) = locate(id, shards);
         if block.number != Some(number) {
             block.save(conn, table)?;
             block.load(conn, table, number)?;
         }
-        block.sizes[slot * 2..slot * 2 + 2].copy_from_slice(&slot_value(tokens).to_le_bytes());
+        block.sizes[slot * 2..slot * 2 + 2].copy_from_slice(&value.to_le_bytes());
     }
     block.save(conn, table)
 }
@@ -166,18 +171,13 @@ pub fn mismatches(conn: &Connection, table: &str, shards: i64) -> rusqlite::Resu
     let mut rows = sizes.query([])?;
     let mut wrong = 0;
     while let Some(row) = rows.next()? {
-        let id: i64 = row.get(0)?;
-        let tokens = row
-            .get_ref(1)?
-            .as_blob_or_null()?
-            .and_then(total_size)
-            .unwrap_or(0);
+        let (id, value) = docsize_row(row)?;
         let (number, slot) = locate(id, shards);
         let recorded = blocks
             .get(&number)
             .and_then(|sizes| read_slot(sizes, slot))
             .unwrap_or(0);
-        if i64::from(recorded) != i64::from(slot_value(tokens)) {
+        if recorded != i32::from(value) {
             wrong += 1;
         }
     }
