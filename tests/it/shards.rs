@@ -264,6 +264,12 @@ fn shards_without_row_lengths_rank_alike_and_get_them_from_the_next_sync() {
         );
     }
     assert_ranked_alike(&env, &expected, "without the lengths");
+    let out = env.run(&["doctor"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a shard without lengths is sound"
+    );
     let summary = env.sync();
     assert_eq!(summary["entries_added"], 0);
     fts_integrity(&env.db);
