@@ -16,14 +16,15 @@
 //! `piidx doctor`). A deleted row's slot keeps its old length: no match
 //! reads it, and its id is never used again. A slot of 0 (never written, or
 //! a length that does not fit in two bytes) sends the reader to FTS5's
-//! `xColumnSize`, as does a shard written before this table existed, until
-//! the next sync adds it.
+//! `xColumnSize`, as does a block of another size than `SLOTS`' and a shard
+//! written before this table existed, until the next sync adds it.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// Slots per block: a block of two-byte lengths fits in one page of the
-/// shard (4 KiB), with no overflow page to follow.
-pub const SLOTS: i64 = 1024;
+/// Slots per block: two blocks of two-byte lengths, with their cells'
+/// headers, fit in one page of the shard (4 KiB; 1,024 slots would leave
+/// each block alone on its page), with no overflow page to follow.
+pub const SLOTS: i64 = 1000;
 
 /// The tables that have lengths: every FTS5 table of a shard.
 pub(super) const TABLES: [&str; 2] = ["fts", "fts_trigram"];
@@ -48,8 +49,12 @@ pub fn locate(id: i64, shards: i64) -> (i64, usize) {
 }
 
 /// The length in slot `slot` of a block's `sizes`; `None` when it is not
-/// recorded (0, or beyond the blob).
+/// recorded (0), or when the block is not of this layout's size: a block
+/// of another size would place the ids otherwise, so none of it is read.
 pub fn read_slot(sizes: &[u8], slot: usize) -> Option<i32> {
+    if sizes.len() != SLOTS as usize * 2 {
+        return None;
+    }
     let bytes = sizes.get(slot * 2..slot * 2 + 2)?;
     let tokens = u16::from_le_bytes([bytes[0], bytes[1]]);
     (tokens != 0).then_some(i32::from(tokens))
@@ -108,7 +113,8 @@ impl Block {
         let mut read = conn.prepare_cached(&format!(
             "SELECT sizes FROM {table}_lengths WHERE block = ?1"
         ))?;
-        // A block that is not a blob (a damaged shard) is written anew.
+        // A block that is not a blob of this layout's size (a damaged
+        // shard) is written anew.
         let mut sizes: Vec<u8> = read
             .query_row([number], |row| {
                 Ok(row
@@ -119,7 +125,9 @@ impl Block {
             })
             .optional()?
             .unwrap_or_default();
-        sizes.resize(SLOTS as usize * 2, 0);
+        if sizes.len() != SLOTS as usize * 2 {
+            sizes = vec![0; SLOTS as usize * 2];
+        }
         self.number = Some(number);
         self.sizes = sizes;
         Ok(())
@@ -233,9 +241,12 @@ mod tests {
         assert_eq!(locate(2 * SLOTS + 1, 2), (1, 0));
         assert_eq!(locate(2 * SLOTS - 1, 2), (0, SLOTS as usize - 1));
         assert_eq!(locate(5, 1), (0, 5));
-        assert_eq!(read_slot(&[0, 0, 7, 1], 1), Some(263));
-        assert_eq!(read_slot(&[0, 0, 7, 1], 0), None);
-        assert_eq!(read_slot(&[0, 0, 7, 1], 2), None);
+        let mut block = vec![0; SLOTS as usize * 2];
+        block[2..4].copy_from_slice(&[7, 1]);
+        assert_eq!(read_slot(&block, 1), Some(263));
+        assert_eq!(read_slot(&block, 0), None);
+        assert_eq!(read_slot(&block, SLOTS as usize), None);
+        assert_eq!(read_slot(&block[..4], 1), None, "a block of another size");
         assert_eq!(slot_value(70_000), 0);
     }
 
