@@ -51,7 +51,7 @@ pub fn locate(id: i64, shards: i64) -> (i64, usize) {
 /// The length in slot `slot` of a block's `sizes`; `None` when it is not
 /// recorded (0), or when the block is not of this layout's size: a block
 /// of another size would place the ids otherwise, so none of it is read.
-pub fn read_slot(sizes: &[u8], slot: usize) -> Option<i32> {
+pub(super) fn read_slot(sizes: &[u8], slot: usize) -> Option<i32> {
     if sizes.len() != SLOTS as usize * 2 {
         return None;
     }
@@ -194,7 +194,7 @@ pub fn mismatches(conn: &Connection, table: &str, shards: i64) -> rusqlite::Resu
 
 /// The sum of a docsize blob's varints, one per column, as FTS5 decodes
 /// them (`fts5StorageDecodeSizeArray`); `None` when the blob is not that.
-pub fn total_size(mut blob: &[u8]) -> Option<i64> {
+fn total_size(mut blob: &[u8]) -> Option<i64> {
     let mut total: i64 = 0;
     while !blob.is_empty() {
         let (value, used) = varint(blob)?;

@@ -1059,13 +1059,18 @@ mod tests {
     use super::*;
     use crate::store::query_plan;
 
+    /// The plan of `sql` on a new, empty index.
+    fn fresh_plan(sql: &str) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
+        query_plan(&writer.conn, sql)
+    }
+
     /// A session that loses its rows finds the children linked to it in
     /// an index, not by reading every session.
     #[test]
     fn linked_children_are_found_in_an_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
-        let plan = query_plan(&writer.conn, CHILDREN_LINKED);
+        let plan = fresh_plan(CHILDREN_LINKED);
         assert!(
             plan.iter()
                 .any(|line| line.contains("sessions_parent_id (parent_session_id=?)")),
@@ -1078,9 +1083,7 @@ mod tests {
     /// reading every session.
     #[test]
     fn children_are_found_without_reading_every_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
-        let plan = query_plan(&writer.conn, LINK_CHILDREN);
+        let plan = fresh_plan(LINK_CHILDREN);
         assert!(
             plan.iter()
                 .any(|line| line.contains("sessions_parent (parent_session=?)")),
@@ -1105,9 +1108,7 @@ mod tests {
     /// in an index, not by reading every session.
     #[test]
     fn a_parent_is_found_by_its_tail_in_an_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let writer = Writer::open(&dir.path().join("x.db")).unwrap();
-        let plan = query_plan(&writer.conn, LINK_TO_PARENT);
+        let plan = fresh_plan(LINK_TO_PARENT);
         assert!(
             plan.iter()
                 .any(|line| line.contains("sessions_file_tail (file_tail=?)")),
