@@ -208,10 +208,9 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
             Err(panic) => std::panic::resume_unwind(panic),
         }
     });
-    let (store, states) = opened?;
+    let (store, states, redaction) = opened?;
     // Redaction just turned on (or a sync that turned it on was cut short):
     // every file is read again, so that no secret stays in what was there.
-    let redaction = store.redaction(options.redact)?;
     let redact_all = redaction.is_some_and(|state| state.pending);
     let full_options;
     let options = if redact_all && !options.full {
@@ -323,12 +322,22 @@ pub fn redactor_for(state: Option<RedactionState>) -> Option<Arc<Redactor>> {
     state.map(|state| Arc::new(Redactor::new(state.key)))
 }
 
-/// The database ready for writing, with what it knows of every file.
-fn open_index(options: &SyncOptions) -> Result<(Writer, Vec<FileStat>), SyncError> {
+/// The database ready for writing, with what it knows of every file and
+/// its redaction state. A full re-read writes the shards anew
+/// (`Writer::start_fts_anew`).
+fn open_index(
+    options: &SyncOptions,
+) -> Result<(Writer, Vec<FileStat>, Option<RedactionState>), SyncError> {
     let store = Writer::open(&options.db)?;
-    store.start_fts(options.fts_shards)?;
+    // Turning redaction on re-reads every file (`run_locked`).
+    let redaction = store.redaction(options.redact)?;
+    if options.full || redaction.is_some_and(|state| state.pending) {
+        store.start_fts_anew(options.fts_shards)?;
+    } else {
+        store.start_fts(options.fts_shards)?;
+    }
     let states = store.file_stats()?;
-    Ok((store, states))
+    Ok((store, states, redaction))
 }
 
 struct Plan {

@@ -126,6 +126,7 @@ pub fn remove_database(db: &Path) {
             break;
         }
         let _ = remove_shard_file(&path);
+        let _ = remove_shard_file(&anew_path(db, shard));
     }
 }
 
@@ -138,6 +139,44 @@ fn remove_shard_file(path: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where `start_fts_anew` writes shard `shard` of a full re-read.
+fn anew_path(db: &Path, shard: usize) -> PathBuf {
+    with_suffix(&shard_path(db, shard), ".new")
+}
+
+/// `remove_shard_file`, its error naming the file.
+fn remove_file_of(path: &Path) -> Result<()> {
+    remove_shard_file(path).map_err(|source| StoreError::Shard {
+        path: path.to_owned(),
+        message: source.to_string(),
+    })
+}
+
+/// Puts the shard written anew at `new` in the place of the one at `old`.
+/// A rollback journal left hot by a writer that died belongs to the old
+/// file: it is played back into that file (SQLite does so when it first
+/// reads it) before the rename, or it would be played into the new one.
+/// Readers that have the old file open keep reading it; the next to open
+/// the path get the new one.
+fn replace_shard(new: &Path, old: &Path) -> Result<()> {
+    if old.exists() {
+        let settled = Connection::open_with_flags(old, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .and_then(|conn| {
+                conn.query_row("PRAGMA schema_version", [], |row| row.get::<_, i64>(0))
+            });
+        if settled.is_err() {
+            // Not a database SQLite can read: nothing of it to keep.
+            remove_file_of(old)?;
+        }
+    }
+    std::fs::rename(new, old).map_err(|source| StoreError::Shard {
+        path: old.to_owned(),
+        message: format!("cannot replace it with {}: {source}", new.display()),
+    })?;
+    // Its journal, empty since the last commit.
+    remove_file_of(new)
 }
 
 /// The shard configuration of the database on `conn`; `None` before its
@@ -231,35 +270,88 @@ impl Writer {
         self.reset_undeleted(&config)?;
         let mut writers = Vec::with_capacity(config.shards);
         for shard in 0..config.shards {
-            writers.push(ShardWriter::open(&self.path, shard, &config)?);
+            // What a full re-read killed on its way left.
+            remove_file_of(&anew_path(&self.path, shard))?;
+            writers.push(ShardWriter::open(
+                shard_path(&self.path, shard),
+                shard,
+                &config,
+            )?);
         }
+        self.run_shard_writers(&config, writers, 0)?;
+        self.catch_up(&config)
+    }
+
+    /// Starts the shard writers of a full re-read (`sync --full`), which
+    /// deletes every row the shards hold and writes it again. Deleting from
+    /// a contentless FTS5 table means tokenizing the old text once more, and
+    /// a shard that lost rows is merged and vacuumed whole (`purge`): such a
+    /// re-read took twice a cold sync's time and memory. Instead each shard
+    /// is written anew beside the one readers use (`<shard>.new`), from the
+    /// rows this sync writes, and replaces it at `finish_fts`.
+    ///
+    /// The old shards are not touched: readers keep them until then. The
+    /// deletions are only logged (`fts_deletes`), without their text: if
+    /// the sync dies on the way, the next one replaces each old shard that
+    /// holds a logged row and indexes it from the chunks (`reset_undeleted`),
+    /// as it does after any sync killed between its two commits.
+    pub fn start_fts_anew(&self, wanted: Option<usize>) -> Result<()> {
+        let config = self.configure_shards(wanted, false)?;
+        let mut writers = Vec::with_capacity(config.shards);
+        for shard in 0..config.shards {
+            let path = anew_path(&self.path, shard);
+            remove_file_of(&path)?;
+            writers.push(ShardWriter::open(path, shard, &config)?);
+        }
+        self.run_shard_writers(&config, writers, config.last_chunk_id + 1)
+    }
+
+    /// Chunk ids are handed out from after the configuration's last, and
+    /// the writers take this sync's rows; `new_from` is the first id the
+    /// shards being written hold, when they are written anew (0 otherwise).
+    fn run_shard_writers(
+        &self,
+        config: &ShardConfig,
+        writers: Vec<ShardWriter>,
+        new_from: i64,
+    ) -> Result<()> {
         // Shard files from an earlier, larger shard count.
         for shard in config.shards.. {
             let path = shard_path(&self.path, shard);
             if !path.exists() {
                 break;
             }
-            remove_shard_file(&path).map_err(|source| StoreError::Shard {
-                path: path.clone(),
-                message: source.to_string(),
-            })?;
+            remove_file_of(&path)?;
         }
         self.next_chunk_id.set(config.last_chunk_id + 1);
-        *self.shards.borrow_mut() = Some(ShardWriters { writers });
-        self.catch_up(&config)
+        *self.shards.borrow_mut() = Some(ShardWriters { writers, new_from });
+        Ok(())
     }
 
-    /// Waits for every shard to commit what it was sent, then forgets the
-    /// deletions they have all applied. Call after the last `commit`.
+    /// Waits for every shard to commit what it was sent (shards written
+    /// anew then take the old ones' places), then forgets the deletions
+    /// they have all applied. Call after the last `commit`.
     /// Returns the shards a reader kept from committing: they catch up at
     /// the next sync (their deletions stay logged for it).
     pub fn finish_fts(&self) -> Result<Vec<PathBuf>> {
-        let Some(writers) = self.shards.borrow_mut().take() else {
+        let Some(mut writers) = self.shards.borrow_mut().take() else {
             return Ok(Vec::new());
         };
+        let new_from = writers.new_from;
+        if new_from > 0 {
+            // Rows older than the new shards that this sync did not delete
+            // (those of a file kept as deleted, or that could not be read).
+            self.queue_chunks(&mut writers, 0, new_from - 1)?;
+        }
+        let paths: Vec<PathBuf> = writers.writers.iter().map(|w| w.path.clone()).collect();
         let behind = writers.finish()?;
         if !behind.is_empty() {
             return Ok(behind);
+        }
+        if new_from > 0 {
+            for (shard, new) in paths.iter().enumerate() {
+                replace_shard(new, &shard_path(&self.path, shard))?;
+            }
         }
         // With a WHERE clause: a bare DELETE clears the table's root page
         // even when it is empty, so every no-change sync wrote (and
@@ -443,82 +535,77 @@ impl Writer {
     /// (before the chunks go), with the text each was indexed with; rows of
     /// shared texts go with the text.
     pub(super) fn delete_fts_rows(&self, file_id: i64) -> Result<()> {
-        let spans: Vec<(i64, i64, String, i64, i64)> = self
+        let spans: Vec<Span> = self
             .conn
             .prepare_cached(
                 "SELECT chunk_id, entry_rowid, json_path, start, len FROM chunks
                   WHERE file_id = ?1 AND fts_rowid IS NULL ORDER BY entry_rowid, json_path",
             )
-            .and_then(|mut stmt| {
-                stmt.query_map([file_id], |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                    ))
-                })?
-                .collect()
-            })
+            .and_then(|mut stmt| stmt.query_map([file_id], span)?.collect())
             .map_err(self.err())?;
-        let mut texts = ChunkTexts::new(&self.conn).map_err(self.err())?;
-        let mut rows = Vec::with_capacity(spans.len());
-        for (chunk_id, entry_rowid, json_path, start, len) in spans {
-            let body = texts
-                .body(entry_rowid, &json_path, start, len)
-                .map_err(self.err())?;
-            rows.push(fts_row(chunk_id, body));
-        }
-        drop(texts);
-        self.forget_fts_rows(rows)
+        self.forget_fts_rows(spans)
     }
 
     /// Logs the full-text rows of shared text `text_id` for deletion
     /// (before the text goes), with their text.
     pub(super) fn delete_shared_fts_rows(&self, text_id: i64) -> Result<()> {
-        let spans: Vec<(i64, String, i64, i64)> = self
+        let spans: Vec<Span> = self
             .conn
             .prepare_cached(
-                "SELECT fts_rowid, inner_path, start, len FROM shared_chunks
+                "SELECT fts_rowid, -text_id, inner_path, start, len FROM shared_chunks
                   WHERE text_id = ?1 ORDER BY inner_path",
             )
-            .and_then(|mut stmt| {
-                stmt.query_map([text_id], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-                })?
-                .collect()
-            })
+            .and_then(|mut stmt| stmt.query_map([text_id], span)?.collect())
             .map_err(self.err())?;
-        let mut texts = ChunkTexts::new(&self.conn).map_err(self.err())?;
-        let mut rows = Vec::with_capacity(spans.len());
-        for (fts_rowid, inner_path, start, len) in spans {
-            let body = texts
-                .body(-text_id, &inner_path, start, len)
-                .map_err(self.err())?;
-            rows.push(fts_row(fts_rowid, body));
-        }
-        drop(texts);
-        self.forget_fts_rows(rows)
+        self.forget_fts_rows(spans)
     }
 
-    /// Logs full-text rows for deletion and drops those not yet sent to
-    /// the shards.
-    fn forget_fts_rows(&self, rows: Vec<FtsRow>) -> Result<()> {
-        if rows.is_empty() {
+    /// Queues a new chunk's full-text row for the shards, sent after the
+    /// commit. Without writers there is no one to send it to: the catch-up
+    /// of the next `start_fts` reads it from the chunks.
+    pub(super) fn queue_fts_row(&self, id: i64, body: &str) {
+        if self.shards.borrow().is_some() {
+            self.pending_fts
+                .borrow_mut()
+                .push(fts_row(id, body.to_owned()));
+        }
+    }
+
+    /// Logs the full-text rows of `spans` for deletion, drops those not
+    /// yet sent to the shards, and queues the deletion of the others with
+    /// the text each was indexed with. A row no running shard writer holds
+    /// (none runs, or the shards are written anew) is only logged: its text
+    /// is not read.
+    fn forget_fts_rows(&self, spans: Vec<Span>) -> Result<()> {
+        if spans.is_empty() {
             return Ok(());
         }
         let mut log = self
             .conn
             .prepare_cached("INSERT OR IGNORE INTO fts_deletes(chunk_id) VALUES (?1)")
             .map_err(self.err())?;
-        for (id, _, _) in &rows {
+        for (id, ..) in &spans {
             log.execute([id]).map_err(self.err())?;
         }
-        let gone: std::collections::HashSet<i64> = rows.iter().map(|(id, _, _)| *id).collect();
+        let gone: std::collections::HashSet<i64> = spans.iter().map(|(id, ..)| *id).collect();
         self.pending_fts
             .borrow_mut()
             .retain(|(id, _, _)| !gone.contains(id));
+        let held_from = match self.shards.borrow().as_ref() {
+            Some(writers) => writers.new_from,
+            None => return Ok(()),
+        };
+        let mut texts = ChunkTexts::new(&self.conn).map_err(self.err())?;
+        let mut rows = Vec::new();
+        for (id, owner, json_path, start, len) in spans {
+            if id >= held_from {
+                let body = texts
+                    .body(owner, &json_path, start, len)
+                    .map_err(self.err())?;
+                rows.push(fts_row(id, body));
+            }
+        }
+        drop(texts);
         self.pending_deletes.borrow_mut().extend(rows);
         Ok(())
     }
@@ -548,6 +635,12 @@ impl Writer {
         if from >= config.last_chunk_id {
             return Ok(());
         }
+        self.queue_chunks(writers, from, config.last_chunk_id)
+    }
+
+    /// Sends the shards the rows of the chunks with ids in `from + 1 ..=
+    /// to` that they want (`ShardWriters::wants`).
+    fn queue_chunks(&self, writers: &mut ShardWriters, from: i64, to: i64) -> Result<()> {
         // The rows of entries' own chunks and of shared texts, in id order;
         // `owner` is the entry (or, negated, the shared text) holding the
         // string at `json_path`.
@@ -555,15 +648,15 @@ impl Writer {
             .conn
             .prepare(
                 "SELECT chunk_id, entry_rowid, json_path, start, len FROM chunks
-                  WHERE chunk_id > ?1 AND fts_rowid IS NULL
+                  WHERE chunk_id > ?1 AND chunk_id <= ?2 AND fts_rowid IS NULL
                  UNION ALL
                  SELECT fts_rowid, -text_id, inner_path, start, len FROM shared_chunks
-                  WHERE fts_rowid > ?1
+                  WHERE fts_rowid > ?1 AND fts_rowid <= ?2
                  ORDER BY 1",
             )
             .map_err(self.err())?;
         let mut texts = ChunkTexts::new(&self.conn).map_err(self.err())?;
-        let mut rows = chunks.query([from]).map_err(self.err())?;
+        let mut rows = chunks.query([from, to]).map_err(self.err())?;
         let mut batch: Vec<FtsRow> = Vec::new();
         let mut bytes = 0;
         while let Some(row) = rows.next().map_err(self.err())? {
@@ -585,7 +678,7 @@ impl Writer {
                 bytes = 0;
             }
         }
-        writers.send(batch, Vec::new(), config.last_chunk_id)
+        writers.send(batch, Vec::new(), to)
     }
 
     /// Deletions logged in `fts_deletes` by a sync that did not see them
@@ -615,10 +708,7 @@ impl Writer {
                     .and_then(|conn| holds_any(&conn, &ids));
             // An unreadable shard is replaced when it opens, anyway.
             if still_there.unwrap_or(false) {
-                remove_shard_file(&path).map_err(|source| StoreError::Shard {
-                    path: path.clone(),
-                    message: source.to_string(),
-                })?;
+                remove_file_of(&path)?;
             }
         }
         Ok(())
@@ -705,6 +795,20 @@ fn fts_row(chunk_id: i64, body: String) -> FtsRow {
 /// trigram index.
 pub(super) type FtsRow = (i64, String, bool);
 
+/// Where a full-text row's text is: chunk id, owner (the entry, or the
+/// shared text negated), JSON path, start and length (`ChunkTexts::body`).
+type Span = (i64, i64, String, i64, i64);
+
+fn span(row: &rusqlite::Row<'_>) -> rusqlite::Result<Span> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+    ))
+}
+
 /// One message to a shard writer; `upto` becomes its `indexed_upto`.
 struct Work {
     /// Rows to delete, with the text they were indexed with.
@@ -716,6 +820,10 @@ struct Work {
 /// The writer threads of all shards.
 pub(super) struct ShardWriters {
     writers: Vec<ShardWriter>,
+    /// Written anew (`start_fts_anew`): the shards hold no chunk with a
+    /// smaller id, whatever their marks say, until `finish_fts` sends them
+    /// those that remain. 0 otherwise.
+    new_from: i64,
 }
 
 impl ShardWriters {
@@ -728,7 +836,7 @@ impl ShardWriters {
         let shard = chunk_id.rem_euclid(self.writers.len() as i64) as usize;
         self.writers
             .get(shard)
-            .is_some_and(|writer| chunk_id > writer.upto)
+            .is_some_and(|writer| chunk_id > writer.upto || chunk_id < self.new_from)
     }
 
     /// Routes rows and deletions to their shards, skipping rows a shard
@@ -746,9 +854,8 @@ impl ShardWriters {
             work[row.0.rem_euclid(count) as usize].deletes.push(row);
         }
         for row in rows {
-            let shard = row.0.rem_euclid(count) as usize;
-            if row.0 > self.writers[shard].upto {
-                work[shard].rows.push(row);
+            if self.wants(row.0) {
+                work[row.0.rem_euclid(count) as usize].rows.push(row);
             }
         }
         let mut failed = None;
@@ -816,8 +923,7 @@ struct ShardWriter {
 }
 
 impl ShardWriter {
-    fn open(db: &Path, shard: usize, config: &ShardConfig) -> Result<ShardWriter> {
-        let path = shard_path(db, shard);
+    fn open(path: PathBuf, shard: usize, config: &ShardConfig) -> Result<ShardWriter> {
         let (conn, upto) = open_shard_for_writing(&path, shard, config)?;
         let shards = config.shards as i64;
         // One message in flight: the main writer runs at most one commit

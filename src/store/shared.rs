@@ -105,10 +105,7 @@ impl Writer {
                 ])
             })
             .map_err(self.err())?;
-        let trigram = crate::normalize::has_unspaced_script(body);
-        self.pending_fts
-            .borrow_mut()
-            .push((fts_rowid, body.to_owned(), trigram));
+        self.queue_fts_row(fts_rowid, body);
         Ok(fts_rowid)
     }
 

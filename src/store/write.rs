@@ -954,10 +954,7 @@ impl Writer {
                     })
                     .map_err(self.err())?;
                 if fts_rowid.is_none() {
-                    let trigram = crate::normalize::has_unspaced_script(body);
-                    self.pending_fts
-                        .borrow_mut()
-                        .push((chunk_id, body.to_owned(), trigram));
+                    self.queue_fts_row(chunk_id, body);
                 }
             }
         }

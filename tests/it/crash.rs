@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::{Env, canonical_dump, copy_tree, fixtures, fts_integrity};
+use crate::util::{Env, canonical_dump, copy_tree, fixtures, fts_integrity, write_user_session};
 
 /// A root with enough data (~18 MB) that a sync takes a while.
 fn big_env() -> Env {
@@ -306,36 +306,90 @@ fn leave_hot_journal(shard: &std::path::Path) {
     std::fs::copy(&journal, &shard_journal).expect("leave the journal");
 }
 
+/// A long read transaction on every shard (rollback journal: a writer
+/// must wait for it to end before it can commit).
+fn hold_shards(db: &std::path::Path) -> Vec<rusqlite::Connection> {
+    crate::util::shard_paths(db)
+        .iter()
+        .map(|shard| {
+            let reader = rusqlite::Connection::open(shard).expect("open shard");
+            reader.execute_batch("BEGIN").expect("begin");
+            let _: i64 = reader
+                .query_row("SELECT count(*) FROM fts", [], |row| row.get(0))
+                .expect("read shard");
+            reader
+        })
+        .collect()
+}
+
+/// The shards hold exactly the index's chunks, `doctor` is content, no
+/// shard written anew is left beside them, and `word` is found.
+fn sound_and_finds(env: &Env, word: &str) {
+    fts_integrity(&env.db);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+    let dir = env.db.parent().expect("the index's folder");
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .expect("list")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".new"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let hit = env.run(&["search", word, "--json"]);
+    assert!(
+        String::from_utf8_lossy(&hit.stdout).contains(word),
+        "{word}"
+    );
+}
+
 #[test]
 fn a_reader_holding_a_shard_delays_its_text_but_never_fails_the_sync() {
     let env = Env::with_fixture("sessions");
     env.sync();
-    let expected = canonical_dump(&env.db);
-    // A long read transaction on the first shard (rollback journal: a
-    // writer must wait for it to end before it can commit).
-    let shard = crate::util::shard_paths(&env.db).remove(0);
-    let reader = rusqlite::Connection::open(&shard).expect("open shard");
-    reader.execute_batch("BEGIN").expect("begin");
-    let _: i64 = reader
-        .query_row("SELECT count(*) FROM fts", [], |row| row.get(0))
-        .expect("read shard");
+    let readers = hold_shards(&env.db);
+    let text = serde_json::json!("the glacierwick notes");
+    write_user_session(&env.root.join("--held--"), "held", text);
     let root = env.root.to_string_lossy().into_owned();
-    let out = env.run(&["sync", "--full", "--root", &root, "--json"]);
+    let out = env.run(&["sync", "--root", &root, "--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("held open by another process"), "{stderr}");
     // The main database committed; doctor sees the shard behind.
-    assert!(canonical_dump(&env.db) == expected);
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
     let doctor = env.run(&["doctor"]);
     let report = String::from_utf8_lossy(&doctor.stdout);
     assert_eq!(doctor.status.code(), Some(1), "{report}");
     assert!(report.contains("is behind"), "{report}");
-    drop(reader);
+    drop(readers);
     env.sync();
-    fts_integrity(&env.db);
-    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
-    let hit = env.run(&["search", "zebrafrost", "--json"]);
-    assert!(String::from_utf8_lossy(&hit.stdout).contains("zebrafrost"));
+    sound_and_finds(&env, "glacierwick");
+}
+
+#[test]
+fn a_full_resync_writes_new_shards_beside_those_readers_hold() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let readers = hold_shards(&env.db);
+    let rows = |reader: &rusqlite::Connection| -> i64 {
+        reader
+            .query_row("SELECT count(*) FROM fts_docsize", [], |row| row.get(0))
+            .expect("count rows")
+    };
+    let before: Vec<i64> = readers.iter().map(rows).collect();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--full", "--root", &root, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The readers still see the shards as they were, in their transactions.
+    assert_eq!(readers.iter().map(rows).collect::<Vec<_>>(), before);
+    drop(readers);
+    // The files at the shards' paths are new ones, holding this sync's
+    // rows only.
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
+    sound_and_finds(&env, "zebrafrost");
 }
 
 /// A first sync cut short is resumed as a bulk load (rollback journal), not
@@ -354,4 +408,83 @@ fn a_first_sync_cut_short_is_resumed_as_a_bulk_load() {
     assert!(hot(), "the resumed load wrote with a rollback journal");
     env.sync();
     assert!(canonical_dump(&env.db) == expected);
+}
+
+#[test]
+fn a_full_resync_killed_on_its_way_is_made_good_by_the_next_sync() {
+    // After a main commit (the new shards half written, the old ones
+    // holding rows the index no longer has), and inside a new shard's
+    // transaction.
+    for kill_at in ["commit:2", "shard:2"] {
+        let env = Env::with_fixture("sessions");
+        env.sync();
+        let out = env
+            .command(&["sync", "--quiet", "--full", "--root"])
+            .arg(&env.root)
+            .env("PIIDX_TEST_KILL_AT", kill_at)
+            .env("PIIDX_TEST_BATCH_BYTES", "4096")
+            .output()
+            .expect("run sync");
+        assert!(was_killed(&out), "{kill_at}: the sync was not killed");
+        env.sync();
+        assert!(canonical_dump(&env.db) == fresh_dump(&env), "{kill_at}");
+        sound_and_finds(&env, "zebrafrost");
+    }
+}
+
+#[test]
+fn a_full_resync_indexes_the_rows_kept_of_deleted_files_again() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let root = env.root.to_string_lossy().into_owned();
+    let gone = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|file| std::fs::read_to_string(file).is_ok_and(|text| text.contains("zebrafrost")))
+        .expect("a fixture with the word");
+    std::fs::remove_file(&gone).expect("remove");
+    let kept = env.run(&["sync", "--keep-deleted", "--root", &root, "--json"]);
+    assert!(matches!(kept.status.code(), Some(0) | Some(1)));
+    let chunks =
+        "SELECT count(*) FROM chunks c JOIN files f USING (file_id) WHERE f.status = 'deleted'";
+    assert!(env.count(chunks) > 0, "no rows kept");
+    // The re-read rewrites every file there is; the kept rows stay, and
+    // the new shards index them too.
+    let full = env.run(&[
+        "sync",
+        "--full",
+        "--keep-deleted",
+        "--root",
+        &root,
+        "--json",
+    ]);
+    assert!(matches!(full.status.code(), Some(0) | Some(1)));
+    assert!(env.count(chunks) > 0, "kept rows lost");
+    sound_and_finds(&env, "zebrafrost");
+}
+
+#[test]
+fn a_full_resync_over_a_shard_left_with_a_hot_journal_ends_sound() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    // A shard writer died inside its commit and nothing has opened the
+    // shard since. The re-read plays the journal back into the old file
+    // before the new one takes its name (`replace_shard`).
+    leave_hot_journal(&crate::util::shard_paths(&env.db).remove(0));
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--full", "--root", &root, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The shards go on taking rows.
+    write_user_session(
+        &env.root.join("--after--"),
+        "after",
+        serde_json::json!("emberlode"),
+    );
+    env.sync();
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
+    sound_and_finds(&env, "emberlode");
 }
