@@ -126,7 +126,9 @@ pub fn remove_database(db: &Path) {
             break;
         }
         let _ = remove_shard_file(&path);
-        let _ = remove_shard_file(&anew_path(db, shard));
+        for left in leftovers(db, shard) {
+            let _ = remove_shard_file(&left);
+        }
     }
 }
 
@@ -146,6 +148,16 @@ fn anew_path(db: &Path, shard: usize) -> PathBuf {
     with_suffix(&shard_path(db, shard), ".new")
 }
 
+/// Where `purge` copies the shard at `shard`.
+fn purged_path(shard: &Path) -> PathBuf {
+    with_suffix(shard, ".purged")
+}
+
+/// The files a sync killed on its way may leave beside shard `shard`.
+fn leftovers(db: &Path, shard: usize) -> [PathBuf; 2] {
+    [anew_path(db, shard), purged_path(&shard_path(db, shard))]
+}
+
 /// `remove_shard_file`, its error naming the file.
 fn remove_file_of(path: &Path) -> Result<()> {
     remove_shard_file(path).map_err(|source| StoreError::Shard {
@@ -154,7 +166,8 @@ fn remove_file_of(path: &Path) -> Result<()> {
     })
 }
 
-/// Puts the shard written anew at `new` in the place of the one at `old`.
+/// Puts the shard file at `new` (written anew, or a purged copy) in the
+/// place of the one at `old`.
 /// A rollback journal left hot by a writer that died belongs to the old
 /// file: it is played back into that file (SQLite does so when it first
 /// reads it) before the rename, or it would be played into the new one.
@@ -270,8 +283,9 @@ impl Writer {
         self.reset_undeleted(&config)?;
         let mut writers = Vec::with_capacity(config.shards);
         for shard in 0..config.shards {
-            // What a full re-read killed on its way left.
-            remove_file_of(&anew_path(&self.path, shard))?;
+            for left in leftovers(&self.path, shard) {
+                remove_file_of(&left)?;
+            }
             writers.push(ShardWriter::open(
                 shard_path(&self.path, shard),
                 shard,
@@ -299,9 +313,14 @@ impl Writer {
         let config = self.configure_shards(wanted, false)?;
         let mut writers = Vec::with_capacity(config.shards);
         for shard in 0..config.shards {
-            let path = anew_path(&self.path, shard);
-            remove_file_of(&path)?;
-            writers.push(ShardWriter::open(path, shard, &config)?);
+            for left in leftovers(&self.path, shard) {
+                remove_file_of(&left)?;
+            }
+            writers.push(ShardWriter::open(
+                anew_path(&self.path, shard),
+                shard,
+                &config,
+            )?);
         }
         self.run_shard_writers(&config, writers, config.last_chunk_id + 1)
     }
@@ -1104,8 +1123,9 @@ fn write_shard(
     }
     // This sync's deletions, or those of one a kill cut short before its
     // purge: `purge_pending` persists either way.
-    purge(&conn).map_err(&err)?;
-    reclaim(&conn).map_err(&err)?;
+    if !purge(&conn, path)? {
+        reclaim(&conn).map_err(&err)?;
+    }
     Ok(true)
 }
 
@@ -1138,44 +1158,80 @@ fn reclaim(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// Pages one step of the purge's merge writes. Each step is a transaction
+/// of its own, and a shard's dirty pages stay in memory until it commits
+/// (`configure_shard`): one `optimize` held the whole shard, about its size
+/// in RAM, where steps of this many pages hold a few tens of MB.
+const PURGE_STEP_PAGES: i64 = 2000;
+
 /// The shards are contentless: deleting a row only records its id, and
 /// its words stay in the index's segments until FTS5 merges them, which it
 /// may never do; and a merge leaves the old segments' pages on the free
 /// list as they were. So deleted text (a removed session, a secret) would
 /// still be in the file. After rows were deleted, the segments are merged
-/// into one (`optimize`), which drops them, and the file is rewritten
-/// without free pages (`VACUUM`, through a temporary file rather than
-/// memory: it is as large as the shard). `purge_pending`, set in the
-/// transaction that deletes, is cleared only after both, so a kill on the
-/// way is made good by the next sync. Only a sync that deleted rows pays for
+/// into one, step by step (FTS5's `'merge'` with a negative page count:
+/// all segments, as `optimize` does, `PURGE_STEP_PAGES` at a time), which
+/// drops them; then the shard is copied without free pages (`VACUUM INTO`,
+/// which writes the copy straight to its file) and the copy is renamed over
+/// it. `purge_pending`, set in the transaction that deletes, is clear only
+/// in that copy, so a kill on the way is made good by the next sync (which
+/// removes a copy left behind). Only a sync that deleted rows pays for
 /// this, where `secure_delete` would have slowed every cold sync (measured
 /// in docs/performance.md). A reader holding the file leaves it pending.
-fn purge(conn: &Connection) -> rusqlite::Result<()> {
-    let pending: i64 = conn.query_row("SELECT purge_pending FROM shard", [], |row| row.get(0))?;
+/// Returns whether the shard at `path` was replaced (its connection, `conn`,
+/// then reads the old file).
+fn purge(conn: &Connection, path: &Path) -> Result<bool> {
+    let err = sqlite_error(path);
+    let pending: i64 = conn
+        .query_row("SELECT purge_pending FROM shard", [], |row| row.get(0))
+        .map_err(&err)?;
     if pending == 0 {
-        return Ok(());
+        return Ok(false);
     }
-    let purged = conn.execute_batch(
-        "BEGIN IMMEDIATE;
-         INSERT INTO fts(fts) VALUES ('optimize');
-         INSERT INTO fts_trigram(fts_trigram) VALUES ('optimize');
-         COMMIT;
-         PRAGMA temp_store = FILE;
-         VACUUM;
-         PRAGMA temp_store = MEMORY;
-         UPDATE shard SET purge_pending = 0;",
-    );
-    match purged {
+    match merge_whole(conn) {
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::DatabaseBusy =>
         {
             if !conn.is_autocommit() {
-                conn.execute_batch("ROLLBACK")?;
+                conn.execute_batch("ROLLBACK").map_err(&err)?;
             }
-            conn.execute_batch("PRAGMA temp_store = MEMORY")
+            return Ok(false);
         }
-        other => other,
+        merged => merged.map_err(&err)?,
     }
+    let copy = purged_path(path);
+    remove_file_of(&copy)?;
+    conn.execute(
+        "VACUUM INTO ?1",
+        [format!("file:{}", super::uri_path(&copy))],
+    )
+    .map_err(&err)?;
+    Connection::open(&copy)
+        .and_then(|copied| copied.execute("UPDATE shard SET purge_pending = 0", []))
+        .map_err(sqlite_error(&copy))?;
+    replace_shard(&copy, path)?;
+    Ok(true)
+}
+
+/// Merges every segment of both indexes into one, in transactions of
+/// `PURGE_STEP_PAGES` pages; FTS5 says a step found nothing left to merge
+/// by changing fewer than two rows.
+fn merge_whole(conn: &Connection) -> rusqlite::Result<()> {
+    for table in ["fts", "fts_trigram"] {
+        let step = format!(
+            "BEGIN IMMEDIATE;
+             INSERT INTO {table}({table}, rank) VALUES ('merge', -{PURGE_STEP_PAGES});
+             COMMIT;"
+        );
+        loop {
+            let before = conn.total_changes();
+            conn.execute_batch(&step)?;
+            if conn.total_changes() - before < 2 {
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn write_work(conn: &Connection, work: &Work, shards: i64) -> rusqlite::Result<()> {

@@ -505,7 +505,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 }
 
 /// A path for a `file:` URI: `%`, `?` and `#` (and non-ASCII bytes) escaped.
-fn uri_path(path: &Path) -> String {
+pub(super) fn uri_path(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut out = String::new();
     for &byte in path.as_os_str().as_bytes() {

@@ -292,8 +292,20 @@ fn a_deleted_session_leaves_no_trace_in_any_file() {
         String::from_utf8_lossy(&out.stdout)
     );
 
+    // A purge's copy left by a sync killed on its way is removed.
+    let shards = crate::util::shard_paths(&env.db);
+    let stale = format!("{}.purged", shards[0].display());
+    fs::write(&stale, "not a shard").expect("write");
     fs::remove_file(dir.join("0e5c0000-0000-4000-8000-00000000aaaa.jsonl")).expect("rm");
     env.sync();
+    assert!(!std::path::Path::new(&stale).exists(), "{stale} left");
+    // Each shard is the purged copy, which says so.
+    for shard in &shards {
+        let pending: i64 = rusqlite::Connection::open(shard)
+            .and_then(|conn| conn.query_row("SELECT purge_pending FROM shard", [], |r| r.get(0)))
+            .expect("read the shard");
+        assert_eq!(pending, 0, "{}", shard.display());
+    }
     assert_eq!(index_files_holding(&env, text), Vec::<String>::new());
     assert_eq!(index_files_holding(&env, word), Vec::<String>::new());
     let out = env.run(&["doctor", "--absent", "PLUTONIUMwv93kdQ8"]);
