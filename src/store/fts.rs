@@ -281,18 +281,7 @@ impl Writer {
     fn start_fts_with(&self, wanted: Option<usize>, reset: bool) -> Result<()> {
         let config = self.configure_shards(wanted, reset)?;
         self.reset_undeleted(&config)?;
-        let mut writers = Vec::with_capacity(config.shards);
-        for shard in 0..config.shards {
-            for left in leftovers(&self.path, shard) {
-                remove_file_of(&left)?;
-            }
-            writers.push(ShardWriter::open(
-                shard_path(&self.path, shard),
-                shard,
-                &config,
-            )?);
-        }
-        self.run_shard_writers(&config, writers, 0)?;
+        self.run_shard_writers(&config, shard_path, 0)?;
         self.catch_up(&config)
     }
 
@@ -311,29 +300,30 @@ impl Writer {
     /// as it does after any sync killed between its two commits.
     pub fn start_fts_anew(&self, wanted: Option<usize>) -> Result<()> {
         let config = self.configure_shards(wanted, false)?;
+        self.run_shard_writers(&config, anew_path, config.last_chunk_id + 1)
+    }
+
+    /// Starts a writer on each shard's file at `path_of(db, shard)`, after
+    /// removing what a sync killed on its way left; chunk ids are handed out
+    /// from after the configuration's last. `new_from` is the first id the
+    /// shards hold when they are written anew (0 otherwise).
+    fn run_shard_writers(
+        &self,
+        config: &ShardConfig,
+        path_of: fn(&Path, usize) -> PathBuf,
+        new_from: i64,
+    ) -> Result<()> {
         let mut writers = Vec::with_capacity(config.shards);
         for shard in 0..config.shards {
             for left in leftovers(&self.path, shard) {
                 remove_file_of(&left)?;
             }
             writers.push(ShardWriter::open(
-                anew_path(&self.path, shard),
+                path_of(&self.path, shard),
                 shard,
-                &config,
+                config,
             )?);
         }
-        self.run_shard_writers(&config, writers, config.last_chunk_id + 1)
-    }
-
-    /// Chunk ids are handed out from after the configuration's last, and
-    /// the writers take this sync's rows; `new_from` is the first id the
-    /// shards being written hold, when they are written anew (0 otherwise).
-    fn run_shard_writers(
-        &self,
-        config: &ShardConfig,
-        writers: Vec<ShardWriter>,
-        new_from: i64,
-    ) -> Result<()> {
         // Shard files from an earlier, larger shard count.
         for shard in config.shards.. {
             let path = shard_path(&self.path, shard);

@@ -322,6 +322,18 @@ fn hold_shards(db: &std::path::Path) -> Vec<rusqlite::Connection> {
         .collect()
 }
 
+/// `piidx sync --full`, which must succeed.
+fn full_resync(env: &Env) {
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--full", "--root", &root, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The shards hold exactly the index's chunks, `doctor` is content, no
 /// shard written anew is left beside them, and `word` is found.
 fn sound_and_finds(env: &Env, word: &str) {
@@ -375,14 +387,7 @@ fn a_full_resync_writes_new_shards_beside_those_readers_hold() {
             .expect("count rows")
     };
     let before: Vec<i64> = readers.iter().map(rows).collect();
-    let root = env.root.to_string_lossy().into_owned();
-    let out = env.run(&["sync", "--full", "--root", &root, "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    full_resync(&env);
     // The readers still see the shards as they were, in their transactions.
     assert_eq!(readers.iter().map(rows).collect::<Vec<_>>(), before);
     drop(readers);
@@ -470,14 +475,7 @@ fn a_full_resync_over_a_shard_left_with_a_hot_journal_ends_sound() {
     // shard since. The re-read plays the journal back into the old file
     // before the new one takes its name (`replace_shard`).
     leave_hot_journal(&crate::util::shard_paths(&env.db).remove(0));
-    let root = env.root.to_string_lossy().into_owned();
-    let out = env.run(&["sync", "--full", "--root", &root, "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    full_resync(&env);
     // The shards go on taking rows.
     write_user_session(
         &env.root.join("--after--"),
