@@ -209,9 +209,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
         }
     });
     let (store, states, redaction) = opened?;
-    // Redaction just turned on (or a sync that turned it on was cut short):
-    // every file is read again, so that no secret stays in what was there.
-    let redact_all = redaction.is_some_and(|state| state.pending);
+    let redact_all = redacts_all(redaction);
     let full_options;
     let options = if redact_all && !options.full {
         full_options = SyncOptions {
@@ -317,6 +315,12 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     Ok(report)
 }
 
+/// Redaction just turned on (or a sync that turned it on was cut short):
+/// every file is read again, so that no secret stays in what was there.
+fn redacts_all(redaction: Option<RedactionState>) -> bool {
+    redaction.is_some_and(|state| state.pending)
+}
+
 /// The redactor files are read with, when the index redacts (`state`).
 pub fn redactor_for(state: Option<RedactionState>) -> Option<Arc<Redactor>> {
     state.map(|state| Arc::new(Redactor::new(state.key)))
@@ -329,9 +333,8 @@ fn open_index(
     options: &SyncOptions,
 ) -> Result<(Writer, Vec<FileStat>, Option<RedactionState>), SyncError> {
     let store = Writer::open(&options.db)?;
-    // Turning redaction on re-reads every file (`run_locked`).
     let redaction = store.redaction(options.redact)?;
-    if options.full || redaction.is_some_and(|state| state.pending) {
+    if options.full || redacts_all(redaction) {
         store.start_fts_anew(options.fts_shards)?;
     } else {
         store.start_fts(options.fts_shards)?;

@@ -346,21 +346,21 @@ impl Writer {
         let Some(mut writers) = self.shards.borrow_mut().take() else {
             return Ok(Vec::new());
         };
+        // Shards written anew: the rows older than them that this sync did
+        // not delete (those of a file kept as deleted, or that could not be
+        // read), then their files take the old ones' places.
+        let mut written_anew = Vec::new();
         let new_from = writers.new_from;
         if new_from > 0 {
-            // Rows older than the new shards that this sync did not delete
-            // (those of a file kept as deleted, or that could not be read).
             self.queue_chunks(&mut writers, 0, new_from - 1)?;
+            written_anew = writers.writers.iter().map(|w| w.path.clone()).collect();
         }
-        let paths: Vec<PathBuf> = writers.writers.iter().map(|w| w.path.clone()).collect();
         let behind = writers.finish()?;
         if !behind.is_empty() {
             return Ok(behind);
         }
-        if new_from > 0 {
-            for (shard, new) in paths.iter().enumerate() {
-                replace_shard(new, &shard_path(&self.path, shard))?;
-            }
+        for (shard, new) in written_anew.iter().enumerate() {
+            replace_shard(new, &shard_path(&self.path, shard))?;
         }
         // With a WHERE clause: a bare DELETE clears the table's root page
         // even when it is empty, so every no-change sync wrote (and
@@ -673,10 +673,7 @@ impl Writer {
             if !writers.wants(chunk_id) {
                 continue;
             }
-            let owner: i64 = row.get(1).map_err(self.err())?;
-            let json_path: String = row.get(2).map_err(self.err())?;
-            let start: i64 = row.get(3).map_err(self.err())?;
-            let len: i64 = row.get(4).map_err(self.err())?;
+            let (_, owner, json_path, start, len) = span(row).map_err(self.err())?;
             let body = texts
                 .body(owner, &json_path, start, len)
                 .map_err(self.err())?;
@@ -993,10 +990,7 @@ fn open_shard_for_writing(
         add_later_tables(&conn, config.shards).map_err(&err)?;
         return Ok((conn, upto));
     }
-    remove_shard_file(path).map_err(|source| StoreError::Shard {
-        path: path.to_owned(),
-        message: source.to_string(),
-    })?;
+    remove_file_of(path)?;
     let conn = Connection::open(path).map_err(&err)?;
     configure_shard(&conn, path)?;
     // Before the first table: only an empty file takes it (see `reclaim`).
