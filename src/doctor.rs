@@ -6,7 +6,11 @@
 //! indexed text (`integrity-check`), the fork copies (`copies` columns) match
 //! a recount, and every file's rows (entries, parse errors, session header)
 //! match a fresh re-read of the file up to the stored offset. The re-read
-//! reuses `ingest::ingest` and only counts; it writes nothing.
+//! reuses `ingest::ingest` and only counts; it writes nothing, so it does
+//! not deflate what it reads. The files are read on rayon's workers, each
+//! with a connection of its own, while the main thread runs the index's
+//! own checks (and `fts_check` each shard's on a thread of its own); the
+//! findings are put in path order, as a sequential check gave them.
 //!
 //! `--fix` repairs with the sync machinery: differing files are marked stale
 //! (`parser_version = 0`) and their roots synced; a failing FTS index is
@@ -20,6 +24,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::ingest::{self, FileStatus, IngestOptions, Start, Target};
@@ -389,42 +394,33 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
         findings.schema_outdated = true;
         return Ok(findings);
     }
-    findings.fts = store.fts_check();
-    findings.stale_copies = store.stale_copies()?;
-    for (path, line, id) in store.missing_tool_outputs()? {
-        findings
-            .missing_outside
-            .push(crate::outside::missing_output_message(&path, line, &id));
-    }
-    for (path, line, raw) in store.outside_image_entries()? {
-        let Ok(raw) = serde_json::from_str::<serde_json::Value>(&raw) else {
-            continue;
-        };
-        for (_, reference) in crate::outside::entry_refs(&raw) {
-            let located = crate::outside::locate(Path::new(&path), &reference);
-            if located.size.is_none() {
-                findings
-                    .missing_outside
-                    .push(crate::outside::missing_image_message(
-                        &path, line, &reference, &located,
-                    ));
-            }
-        }
-    }
     let states = store.file_states()?;
     let counts = store.file_counts()?;
     // A file is read again as sync read it: with the index's redaction.
     let read_options = IngestOptions {
         max_line_bytes,
         redactor: sync::redactor_for(store.redaction(false)?),
+        // Only `raw` is compared: how a shared value is stored is not.
+        deflate: false,
     };
-    let mut states: Vec<FileState> = states.into_values().collect();
+    let mut states: Vec<FileState> = states
+        .into_values()
+        .filter(|state| state.stat.status != FileStatus::Deleted)
+        .collect();
     states.sort_by(|a, b| Path::new(&a.stat.path).cmp(Path::new(&b.stat.path)));
-    for state in states {
+    // The files are read again on the rayon workers while this thread runs
+    // the index's own checks: the two are independent, and each takes
+    // seconds of one core on a large index.
+    let recounts = std::thread::scope(|scope| {
+        let recounts = scope.spawn(|| recount_all(db, &states, &read_options));
+        let checked = check_index(&store, &mut findings);
+        let recounts = recounts
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        checked.map(|()| recounts)
+    })?;
+    for (state, recounted) in states.iter().zip(recounts) {
         let stat = &state.stat;
-        if stat.status == FileStatus::Deleted {
-            continue;
-        }
         findings.files_checked += 1;
         let have = counts.get(&stat.file_id).copied().unwrap_or_default();
         let diff = |reason: String, want: Recount| FileDiff {
@@ -437,27 +433,27 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
             file_entries: want.entries,
             file_parse_errors: want.parse_errors,
         };
-        if let FileStatus::Skipped(reason) = &stat.status {
-            findings.skipped.push(crate::sync::SkippedFile {
-                path: Path::new(&stat.path).display().to_string(),
-                reason: reason.clone(),
-            });
-            if have.entries + have.parse_errors > 0 || have.has_session {
-                findings.files_differing.push(diff(
-                    "skipped, but rows are indexed for it".into(),
-                    Recount::default(),
-                ));
+        let want = match recounted {
+            Recounted::Skipped(reason) => {
+                findings.skipped.push(crate::sync::SkippedFile {
+                    path: Path::new(&stat.path).display().to_string(),
+                    reason,
+                });
+                if have.entries + have.parse_errors > 0 || have.has_session {
+                    findings.files_differing.push(diff(
+                        "skipped, but rows are indexed for it".into(),
+                        Recount::default(),
+                    ));
+                }
+                continue;
             }
-            continue;
-        }
-        let want = match recount(&store, &state, &read_options) {
-            Ok(want) => want,
-            Err(reason) => {
+            Recounted::Differs(reason) => {
                 findings
                     .files_differing
                     .push(diff(reason, Recount::default()));
                 continue;
             }
+            Recounted::Read(want) => want,
         };
         let mut wrong = Vec::new();
         if want.entries != have.entries {
@@ -491,7 +487,7 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
                 "only bytes 0..{} of {size} indexed: {} complete line(s) after them are not in the index; {}",
                 state.cursor.offset,
                 want.unindexed,
-                if same_stat(&state, want.size, want.mtime_ns) {
+                if same_stat(state, want.size, want.mtime_ns) {
                     "`piidx doctor --fix` indexes them"
                 } else {
                     "`piidx sync` indexes them"
@@ -506,6 +502,65 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
         }
     }
     Ok(findings)
+}
+
+/// The index's checks beyond `quick_check`: its full-text indexes, the
+/// fork copies, the full outputs and images kept beside the sessions.
+fn check_index(store: &Writer, findings: &mut Findings) -> Result<(), DoctorError> {
+    findings.fts = store.fts_check();
+    findings.stale_copies = store.stale_copies()?;
+    for (path, line, id) in store.missing_tool_outputs()? {
+        findings
+            .missing_outside
+            .push(crate::outside::missing_output_message(&path, line, &id));
+    }
+    for (path, line, raw) in store.outside_image_entries()? {
+        let Ok(raw) = serde_json::from_str::<serde_json::Value>(&raw) else {
+            continue;
+        };
+        for (_, reference) in crate::outside::entry_refs(&raw) {
+            let located = crate::outside::locate(Path::new(&path), &reference);
+            if located.size.is_none() {
+                findings
+                    .missing_outside
+                    .push(crate::outside::missing_image_message(
+                        &path, line, &reference, &located,
+                    ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What reading one indexed file again gave.
+enum Recounted {
+    /// The last sync skipped it (the reason); it is not read.
+    Skipped(String),
+    /// It could not be compared (the reason, for `FileDiff`).
+    Differs(String),
+    Read(Recount),
+}
+
+/// Reads every file of `states` again, in parallel, each worker comparing
+/// rows on a connection of its own; the results in the order of `states`.
+fn recount_all(db: &Path, states: &[FileState], options: &IngestOptions) -> Vec<Recounted> {
+    states
+        .par_iter()
+        .map_init(
+            || Writer::open_for_doctor(db),
+            |store, state| match (&state.stat.status, store) {
+                (FileStatus::Skipped(reason), _) => Recounted::Skipped(reason.clone()),
+                (_, Ok(store)) => match recount(store, state, options) {
+                    Ok(want) => Recounted::Read(want),
+                    Err(reason) => Recounted::Differs(reason),
+                },
+                (_, Err(err)) => Recounted::Differs(format!(
+                    "cannot compare its rows: {}",
+                    crate::error_chain(err)
+                )),
+            },
+        )
+        .collect()
 }
 
 /// What a fresh read of a file yields, compared with its rows.

@@ -30,11 +30,16 @@ pub struct IngestError {
     pub source: io::Error,
 }
 
-/// Limits for one run, and the redactor when the index redacts secrets.
+/// Limits for one run, the redactor when the index redacts secrets, and
+/// whether the entries are read to be stored.
 #[derive(Clone, Default)]
 pub struct IngestOptions {
     pub max_line_bytes: usize,
     pub redactor: Option<std::sync::Arc<crate::secrets::Redactor>>,
+    /// Deflate each entry's shared values as the index stores them
+    /// (`normalize::shared::deflate`), while they are still in the CPU's
+    /// caches: sync's readers do, `doctor`'s comparing re-read does not.
+    pub deflate: bool,
 }
 
 /// Where to start reading a file.
@@ -418,7 +423,10 @@ impl FileRun<'_> {
         }
         ctx.legacy_v1 = session.legacy_v1;
         ctx.previous_entry_id = self.cursor.last_entry_id.clone();
-        let entry = normalize::entry_redacted(object, &ctx, self.options.redactor.as_deref());
+        let mut entry = normalize::entry_redacted(object, &ctx, self.options.redactor.as_deref());
+        if self.options.deflate {
+            normalize::shared::deflate(&mut entry.shared);
+        }
         self.cursor.last_entry_id = Some(entry.entry_id.clone());
         self.cursor.entry_count += 1;
         self.batch().entries.push(entry);

@@ -268,6 +268,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let ingest_options = IngestOptions {
         max_line_bytes: options.max_line_bytes,
         redactor: redactor.clone(),
+        deflate: true,
     };
     let (sender, receiver) = sync_channel::<Batch>(1);
     let stop = AtomicBool::new(false);

@@ -11,6 +11,10 @@
 //! bytes or more is stored deflated (`compress`) in the format of SQLite's
 //! SQL archives, which the `sqlite3` shell reads with `sqlar_uncompress`.
 //! Tool output is most of a session's bytes and deflates to about a third.
+//! Cutting leaves `deflated` empty: deflating is how the index stores a
+//! value, not what the entry says, so only a read that stores the entries
+//! pays for it (`deflate`, on sync's parse workers); `doctor`'s re-read
+//! compares them without it.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -53,8 +57,16 @@ pub struct SharedValue {
     /// `text` is a JSON value (a tool list) rather than the string itself.
     pub is_json: bool,
     pub text: String,
-    /// `text` deflated (zlib format), when that is smaller (`compress`).
+    /// `text` deflated (zlib format), when that is smaller: `None` until
+    /// `deflate` is called.
     pub deflated: Option<Vec<u8>>,
+}
+
+/// Deflates each of `values` that `compress` finds worth it, for storing.
+pub fn deflate(values: &mut [SharedValue]) {
+    for value in values {
+        value.deflated = compress(&value.text);
+    }
 }
 
 /// `text` as a zlib stream, as SQLite's `sqlar_compress` writes it, when
@@ -185,7 +197,7 @@ fn take_keys(
             key_index: key_index as i64,
             hash: hash(is_json, &text),
             is_json,
-            deflated: compress(&text),
+            deflated: None,
             text,
         });
     }

@@ -376,27 +376,61 @@ impl Writer {
     /// up to its mark, and the trigram index only ids of those. `None` when
     /// all is well.
     pub fn fts_check(&self) -> Option<String> {
-        let mut found = Vec::new();
-        // `message_fts` (migration 0015) against its content view.
-        if let Err(err) = self.conn.execute(
+        let config = match self.shard_config() {
+            Ok(Some(config)) => Ok(config),
+            Ok(None) => Err("no shard configuration; `piidx sync` creates it".to_owned()),
+            Err(err) => Err(crate::error_chain(&err)),
+        };
+        // Each shard is checked on a thread of its own, with a connection of
+        // its own to the index, while this one checks `message_fts`: each
+        // check is seconds of one core on a large index.
+        let path = self.path.as_path();
+        let (message, shards) = std::thread::scope(|scope| {
+            let shards: Vec<_> = config
+                .iter()
+                .flat_map(|config| {
+                    (0..config.shards).map(move |shard| {
+                        scope.spawn(move || match Writer::open_for_doctor(path) {
+                            Ok(store) => store.check_shard(config, shard),
+                            Err(err) => Some(format!(
+                                "shard {}: {}",
+                                shard_path(path, shard).display(),
+                                crate::error_chain(&err)
+                            )),
+                        })
+                    })
+                })
+                .collect();
+            let message = self.check_message_fts();
+            let shards: Vec<Option<String>> = shards
+                .into_iter()
+                .map(|shard| {
+                    shard
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect();
+            (message, shards)
+        });
+        let found: Vec<String> = message
+            .into_iter()
+            .chain(config.err())
+            .chain(shards.into_iter().flatten())
+            .collect();
+        (!found.is_empty()).then(|| found.join("; "))
+    }
+
+    /// `message_fts` (migration 0015) against its content view.
+    fn check_message_fts(&self) -> Option<String> {
+        match self.conn.execute(
             "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)",
             [],
-        ) && !is_read_only(&err)
-        {
-            found.push(format!("message_fts does not match v_message_text: {err}"));
-        }
-        match self.shard_config() {
-            Ok(Some(config)) => {
-                for shard in 0..config.shards {
-                    if let Some(problem) = self.check_shard(&config, shard) {
-                        found.push(problem);
-                    }
-                }
+        ) {
+            Err(err) if !is_read_only(&err) => {
+                Some(format!("message_fts does not match v_message_text: {err}"))
             }
-            Ok(None) => found.push("no shard configuration; `piidx sync` creates it".into()),
-            Err(err) => found.push(crate::error_chain(&err)),
+            _ => None,
         }
-        (!found.is_empty()).then(|| found.join("; "))
     }
 
     fn check_shard(&self, config: &ShardConfig, shard: usize) -> Option<String> {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rusqlite::{OptionalExtension, Row};
 
@@ -22,7 +22,7 @@ pub struct FileStat {
     /// The path's bytes, as the walk finds them.
     pub path: OsString,
     /// Shared by every row of a root (a root holds thousands of files).
-    pub root: Rc<str>,
+    pub root: Arc<str>,
     pub status: FileStatus,
     pub dev: i64,
     pub ino: i64,
@@ -50,7 +50,7 @@ impl Writer {
             .map_err(self.err())?;
         let mut rows = stmt.query([]).map_err(self.err())?;
         let mut stats = Vec::new();
-        let mut root: Rc<str> = Rc::from("");
+        let mut root: Arc<str> = Arc::from("");
         while let Some(row) = rows.next().map_err(self.err())? {
             stats.push(file_stat(row, &mut root).map_err(self.err())?);
         }
@@ -80,7 +80,7 @@ impl Writer {
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
         let mut rows = stmt.query([]).map_err(self.err())?;
         let mut states = HashMap::new();
-        let mut root: Rc<str> = Rc::from("");
+        let mut root: Arc<str> = Arc::from("");
         while let Some(row) = rows.next().map_err(self.err())? {
             let state = file_state(row, &mut root).map_err(self.err())?;
             states.insert(state.stat.path.clone(), state);
@@ -102,10 +102,10 @@ const RESUME_FROM: &str = "files f LEFT JOIN sessions s ON s.file_id = f.file_id
 
 /// One row of `file_stats`' query. `root` is the previous row's root, kept
 /// (and shared) when this row has the same one.
-fn file_stat(row: &Row<'_>, root: &mut Rc<str>) -> rusqlite::Result<FileStat> {
+fn file_stat(row: &Row<'_>, root: &mut Arc<str>) -> rusqlite::Result<FileStat> {
     let this_root = row.get_ref(2)?.as_str()?;
     if **root != *this_root {
-        *root = Rc::from(this_root);
+        *root = Arc::from(this_root);
     }
     let status = match row.get_ref(3)?.as_str()? {
         "indexed" => FileStatus::Indexed,
@@ -114,7 +114,7 @@ fn file_stat(row: &Row<'_>, root: &mut Rc<str>) -> rusqlite::Result<FileStat> {
     Ok(FileStat {
         file_id: row.get(0)?,
         path: OsString::from(row.get_ref(1)?.as_str()?),
-        root: Rc::clone(root),
+        root: Arc::clone(root),
         status,
         dev: row.get::<_, Option<i64>>(5)?.unwrap_or(0),
         ino: row.get::<_, Option<i64>>(6)?.unwrap_or(0),
@@ -127,7 +127,7 @@ fn file_stat(row: &Row<'_>, root: &mut Rc<str>) -> rusqlite::Result<FileStat> {
 
 /// One row of `file_states`' query: `file_stat`'s columns, then
 /// `resume_at`'s.
-fn file_state(row: &Row<'_>, root: &mut Rc<str>) -> rusqlite::Result<FileState> {
+fn file_state(row: &Row<'_>, root: &mut Arc<str>) -> rusqlite::Result<FileState> {
     let (cursor, fingerprint) = resume_at(row, STAT_COLUMN_COUNT)?;
     Ok(FileState {
         stat: file_stat(row, root)?,

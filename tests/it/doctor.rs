@@ -397,3 +397,50 @@ fn doctor_finds_stored_json_that_differs_from_the_file() {
     assert!(crate::util::canonical_dump(&env.db) == expected);
     assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
 }
+
+/// Files are read again on several threads, and the shards checked at
+/// once: the report still names every damaged file, in the order of their
+/// paths, and every damaged shard, in the order of the shards.
+#[test]
+fn doctor_names_every_damaged_file_and_shard_in_order() {
+    let env = Env::with_fixture("pi152-dirs");
+    env.sync();
+    let files = env.count("SELECT count(DISTINCT file_id) FROM entries");
+    assert!(files > 20, "{files} files: too few to spread over threads");
+    db_sql(
+        &env.db,
+        "DELETE FROM entries WHERE entry_rowid IN (SELECT min(entry_rowid) FROM entries GROUP BY file_id);",
+    );
+    let shards = shard_paths(&env.db);
+    for (shard, path) in shards.iter().enumerate() {
+        db_sql(
+            path,
+            &format!(
+                "INSERT INTO fts(rowid, body) VALUES({}, 'ghostword');",
+                987_654_360 + shard
+            ),
+        );
+    }
+    let out = env.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let paths: Vec<&str> = report["findings"]["files_differing"]
+        .as_array()
+        .expect("files_differing")
+        .iter()
+        .map(|diff| diff["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(paths.len() as i64, files, "{report}");
+    let mut sorted = paths.clone();
+    sorted.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
+    assert_eq!(paths, sorted);
+    let fts = report["findings"]["fts"].as_str().expect("fts findings");
+    let at: Vec<usize> = shards
+        .iter()
+        .map(|path| {
+            fts.find(&format!("shard {}:", path.display()))
+                .unwrap_or_else(|| panic!("{} not named in {fts}", path.display()))
+        })
+        .collect();
+    assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{fts}");
+}

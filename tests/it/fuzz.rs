@@ -66,6 +66,7 @@ fn check_accounted(bytes: &[u8], max_line_bytes: usize) {
         IngestOptions {
             max_line_bytes,
             redactor: None,
+            deflate: true,
         },
         &mut emit,
     )
