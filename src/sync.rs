@@ -328,20 +328,37 @@ pub fn redactor_for(state: Option<RedactionState>) -> Option<Arc<Redactor>> {
 }
 
 /// The database ready for writing, with what it knows of every file and
-/// its redaction state. A full re-read writes the shards anew
-/// (`Writer::start_fts_anew`).
+/// its redaction state. A sync that reads most of the index again writes
+/// the shards anew (`Writer::start_fts_anew`).
 fn open_index(
     options: &SyncOptions,
 ) -> Result<(Writer, Vec<FileStat>, Option<RedactionState>), SyncError> {
     let store = Writer::open(&options.db)?;
     let redaction = store.redaction(options.redact)?;
-    if options.full || redacts_all(redaction) {
+    let states = store.file_stats()?;
+    if options.full || redacts_all(redaction) || mostly_stale(&states) {
         store.start_fts_anew(options.fts_shards)?;
     } else {
         store.start_fts(options.fts_shards)?;
     }
-    let states = store.file_stats()?;
     Ok((store, states, redaction))
+}
+
+/// Files an older parser indexed (`PARSER_VERSION`), which this sync reads
+/// again from scratch, hold at least half of the indexed bytes: the first
+/// sync after an upgrade that changed the parser. Deleting their rows from
+/// the shards one by one and purging them costs more than writing every
+/// row into new shards, as `--full` does (twice the time at 1 GB,
+/// docs/performance.md).
+fn mostly_stale(states: &[FileStat]) -> bool {
+    let indexed = states
+        .iter()
+        .filter(|state| state.status == FileStatus::Indexed);
+    let (stale, all) = indexed.fold((0u64, 0u64), |(stale, all), state| {
+        let old = state.parser_version != PARSER_VERSION;
+        (stale + if old { state.size } else { 0 }, all + state.size)
+    });
+    stale > 0 && stale >= all - stale
 }
 
 struct Plan {

@@ -397,6 +397,45 @@ fn a_full_resync_writes_new_shards_beside_those_readers_hold() {
     sound_and_finds(&env, "zebrafrost");
 }
 
+/// The first sync after an upgrade that changed the parser reads every
+/// file again, as `--full` does, and like it writes new shard files beside
+/// the old ones (killed in a shard's transaction, it has left them there,
+/// and the next sync makes it good); a sync that reads only a small file
+/// again writes the shards in place.
+#[test]
+fn a_sync_after_a_parser_upgrade_writes_the_shards_anew() {
+    let written_beside = |env: &Env| -> usize {
+        let dir = env.db.parent().expect("the index's folder");
+        std::fs::read_dir(dir)
+            .expect("list")
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_name().to_string_lossy().ends_with(".new"))
+            .count()
+    };
+    let older_parser = |env: &Env, files: &str| {
+        let conn = rusqlite::Connection::open(&env.db).expect("open");
+        conn.execute_batch(&format!("UPDATE files SET parser_version = 1 {files}"))
+            .expect("make files stale");
+    };
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    older_parser(&env, "");
+    assert!(was_killed(&sync_killed_at(&env, "shard:1", 4 << 10)));
+    assert!(written_beside(&env) > 0, "the shards were written in place");
+    env.sync();
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
+    sound_and_finds(&env, "zebrafrost");
+    older_parser(
+        &env,
+        "WHERE file_id = (SELECT file_id FROM files WHERE status = 'indexed' ORDER BY size LIMIT 1)",
+    );
+    assert!(was_killed(&sync_killed_at(&env, "shard:1", 4 << 10)));
+    assert_eq!(written_beside(&env), 0, "one small file read again");
+    env.sync();
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
+    sound_and_finds(&env, "zebrafrost");
+}
+
 /// A first sync cut short is resumed as a bulk load (rollback journal), not
 /// in WAL mode: killed again inside a batch, the resumed sync too leaves a
 /// hot journal on the main file. Then a sync finishes it, equal to a fresh one.
