@@ -300,6 +300,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     if redact_all {
         store.redaction_done()?;
     }
+    store.catch_up_message_text()?;
     store.commit()?;
     for shard in store.finish_fts()? {
         report.warnings.push(format!(

@@ -254,6 +254,14 @@ impl Writer {
     /// do not belong to this database), starts one writer thread per shard,
     /// and queues whatever they are missing. Call before the first `begin`.
     pub fn start_fts(&self, wanted: Option<usize>) -> Result<()> {
+        // A full re-read cut short left messages out of `message_fts`: they
+        // go back before this sync may delete any of them (FTS5 must be
+        // told a deleted row's text, which it cannot be for one it lacks).
+        if self.message_text_behind()? {
+            self.begin()?;
+            self.catch_up_message_text()?;
+            self.conn.execute_batch("COMMIT").map_err(self.err())?;
+        }
         self.start_fts_with(wanted, false)
     }
 
@@ -263,7 +271,8 @@ impl Writer {
         self.conn
             .execute_batch(
                 "INSERT INTO message_fts(message_fts) VALUES ('rebuild');
-                 INSERT INTO message_fts(message_fts) VALUES ('optimize');",
+                 INSERT INTO message_fts(message_fts) VALUES ('optimize');
+                 DELETE FROM meta WHERE key = 'message_fts_behind';",
             )
             .map_err(self.err())?;
         self.start_fts_with(None, true)?;
@@ -298,7 +307,10 @@ impl Writer {
     /// the sync dies on the way, the next one replaces each old shard that
     /// holds a logged row and indexes it from the chunks (`reset_undeleted`),
     /// as it does after any sync killed between its two commits.
+    /// `message_fts` in the main file is emptied and filled again in the
+    /// same spirit (`empty_message_text`).
     pub fn start_fts_anew(&self, wanted: Option<usize>) -> Result<()> {
+        self.empty_message_text()?;
         let config = self.configure_shards(wanted, false)?;
         self.run_shard_writers(&config, anew_path, config.last_chunk_id + 1)
     }
@@ -422,6 +434,12 @@ impl Writer {
 
     /// `message_fts` (migration 0015) against its content view.
     fn check_message_fts(&self) -> Option<String> {
+        if self.message_text_behind().unwrap_or(false) {
+            return Some(
+                "message_fts lacks the messages a full re-read cut short had not written again; `piidx sync` indexes them"
+                    .into(),
+            );
+        }
         match self.conn.execute(
             "INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)",
             [],

@@ -326,6 +326,9 @@ pub struct Writer {
     pending_messages: RefCell<Vec<i64>>,
     /// Message text left `message_fts`: `purge_artifact_text` has work.
     message_text_deleted: Cell<bool>,
+    /// `message_fts` was emptied for a full re-read (`empty_message_text`):
+    /// no file's messages are deleted from it one by one.
+    message_text_emptied: Cell<bool>,
     /// `PIIDX_SQL_PROFILE`: the statements' times, written when it closes.
     _sql_profile: Option<profile::SqlProfile>,
 }
@@ -342,6 +345,7 @@ impl Writer {
             deleted_rows: Cell::new(false),
             artifact_text_deleted: Cell::new(false),
             message_text_deleted: Cell::new(false),
+            message_text_emptied: Cell::new(false),
             pending_messages: Default::default(),
             _sql_profile: None,
         }

@@ -611,6 +611,9 @@ impl Writer {
     fn unindex_message_text(&self, file_id: i64) -> Result<()> {
         // Messages of this transaction are deleted as the others: indexed.
         self.index_pending_messages()?;
+        if self.message_text_emptied.get() {
+            return Ok(());
+        }
         let removed = self
             .conn
             .prepare_cached(
@@ -624,6 +627,61 @@ impl Writer {
             self.message_text_deleted.set(true);
         }
         Ok(())
+    }
+
+    /// Empties `message_fts` for a sync that reads (most of) the index
+    /// again (`Writer::start_fts_anew`): deleting each message with its
+    /// text, read back through the view and tokenized again, was the
+    /// largest statement of a full re-read; emptying it is one command,
+    /// which leaves no deleted words behind. Until the sync ends, the
+    /// messages it does not write again are missing, which `meta`'s
+    /// `message_fts_behind` says, in the same transaction: the end of this
+    /// sync, or the start of the next one if it was cut short, puts them
+    /// back (`catch_up_message_text`).
+    pub(super) fn empty_message_text(&self) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "BEGIN IMMEDIATE;
+                 INSERT INTO message_fts(message_fts) VALUES ('delete-all');
+                 INSERT OR REPLACE INTO meta(key, value) VALUES ('message_fts_behind', '1');
+                 COMMIT;",
+            )
+            .map_err(self.err())?;
+        self.message_text_emptied.set(true);
+        Ok(())
+    }
+
+    /// `message_fts` was emptied by a sync that has not put back the
+    /// messages it did not write again (`empty_message_text`).
+    pub(super) fn message_text_behind(&self) -> Result<bool> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM meta WHERE key = 'message_fts_behind'",
+                [],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(self.err())
+    }
+
+    /// Indexes the messages `message_fts` is missing after it was emptied
+    /// (`empty_message_text`), those FTS5 has no length row for, and clears
+    /// the mark; nothing when it is not behind. Inside the caller's
+    /// transaction.
+    pub fn catch_up_message_text(&self) -> Result<()> {
+        if !self.message_text_behind()? {
+            return Ok(());
+        }
+        self.index_pending_messages()?;
+        self.conn
+            .execute_batch(
+                "INSERT INTO message_fts(rowid, text, session_id, role, time)
+                 SELECT v.entry_rowid, v.text, v.session_id, v.role, v.time FROM v_message_text v
+                  WHERE v.entry_rowid NOT IN (SELECT id FROM message_fts_docsize);
+                 DELETE FROM meta WHERE key = 'message_fts_behind';",
+            )
+            .map_err(self.err())
     }
 
     fn insert_message(&self, key: &EntryKey<'_>) -> Result<()> {

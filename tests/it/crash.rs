@@ -476,6 +476,45 @@ fn a_full_resync_killed_on_its_way_is_made_good_by_the_next_sync() {
     }
 }
 
+/// A full re-read killed after it emptied `message_fts` and before it put
+/// back the messages it had not written again: `doctor` says so, and the
+/// next sync puts them back before it deletes any message (FTS5 must be
+/// told a deleted row's text, which it cannot be for a row it lacks), here
+/// those of every file, each cut by its last line.
+#[test]
+fn a_full_resync_killed_leaves_message_fts_behind_until_the_next_sync() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let out = env
+        .command(&["sync", "--quiet", "--full", "--root"])
+        .arg(&env.root)
+        .env("PIIDX_TEST_KILL_AT", "commit:2")
+        .env("PIIDX_TEST_BATCH_BYTES", "4096")
+        .output()
+        .expect("run sync");
+    assert!(was_killed(&out), "the sync was not killed");
+    let doctor = env.run(&["doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("json");
+    assert!(
+        report["findings"]["fts"]
+            .as_str()
+            .is_some_and(|found| found.contains("message_fts lacks the messages")),
+        "{report}"
+    );
+    for file in crate::util::jsonl_files(&env.root) {
+        let text = std::fs::read_to_string(&file).expect("read");
+        let kept = text
+            .trim_end_matches('\n')
+            .rsplit_once('\n')
+            .map_or("", |(head, _)| head);
+        std::fs::write(&file, format!("{kept}\n")).expect("cut the last line");
+    }
+    env.sync();
+    assert!(canonical_dump(&env.db) == fresh_dump(&env));
+    fts_integrity(&env.db);
+    assert_eq!(env.run(&["doctor"]).status.code(), Some(0));
+}
+
 #[test]
 fn a_full_resync_indexes_the_rows_kept_of_deleted_files_again() {
     let env = Env::with_fixture("sessions");
