@@ -609,11 +609,15 @@ impl Writer {
     /// an external-content FTS5 table forgets a row given the text it was
     /// indexed with.
     fn unindex_message_text(&self, file_id: i64) -> Result<()> {
-        // Messages of this transaction are deleted as the others: indexed.
-        self.index_pending_messages()?;
+        // Emptied, it has none of the file's old messages. Nor are this
+        // transaction's indexed yet: written now, each later statement that
+        // opens a savepoint would make FTS5 write its pending terms (see
+        // `index_pending_messages`).
         if self.message_text_emptied.get() {
             return Ok(());
         }
+        // Messages of this transaction are deleted as the others: indexed.
+        self.index_pending_messages()?;
         let removed = self
             .conn
             .prepare_cached(
