@@ -165,6 +165,16 @@ fn sync_killed_at(env: &Env, kill_at: &str, batch_bytes: u64) -> std::process::O
         .expect("run sync")
 }
 
+/// `piidx sync --full` in small batches, killed at `kill_at`.
+fn full_resync_killed_at(env: &Env, kill_at: &str) -> std::process::Output {
+    env.command(&["sync", "--quiet", "--full", "--root"])
+        .arg(&env.root)
+        .env("PIIDX_TEST_KILL_AT", kill_at)
+        .env("PIIDX_TEST_BATCH_BYTES", "4096")
+        .output()
+        .expect("run sync")
+}
+
 fn was_killed(out: &std::process::Output) -> bool {
     use std::os::unix::process::ExitStatusExt;
     out.status.signal() == Some(9)
@@ -462,14 +472,10 @@ fn a_full_resync_killed_on_its_way_is_made_good_by_the_next_sync() {
     for kill_at in ["commit:2", "shard:2"] {
         let env = Env::with_fixture("sessions");
         env.sync();
-        let out = env
-            .command(&["sync", "--quiet", "--full", "--root"])
-            .arg(&env.root)
-            .env("PIIDX_TEST_KILL_AT", kill_at)
-            .env("PIIDX_TEST_BATCH_BYTES", "4096")
-            .output()
-            .expect("run sync");
-        assert!(was_killed(&out), "{kill_at}: the sync was not killed");
+        assert!(
+            was_killed(&full_resync_killed_at(&env, kill_at)),
+            "{kill_at}: the sync was not killed"
+        );
         env.sync();
         assert!(canonical_dump(&env.db) == fresh_dump(&env), "{kill_at}");
         sound_and_finds(&env, "zebrafrost");
@@ -485,14 +491,10 @@ fn a_full_resync_killed_on_its_way_is_made_good_by_the_next_sync() {
 fn a_full_resync_killed_leaves_message_fts_behind_until_the_next_sync() {
     let env = Env::with_fixture("sessions");
     env.sync();
-    let out = env
-        .command(&["sync", "--quiet", "--full", "--root"])
-        .arg(&env.root)
-        .env("PIIDX_TEST_KILL_AT", "commit:2")
-        .env("PIIDX_TEST_BATCH_BYTES", "4096")
-        .output()
-        .expect("run sync");
-    assert!(was_killed(&out), "the sync was not killed");
+    assert!(
+        was_killed(&full_resync_killed_at(&env, "commit:2")),
+        "the sync was not killed"
+    );
     let doctor = env.run(&["doctor", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("json");
     assert!(
