@@ -199,6 +199,27 @@ pub fn output_id(name: &str) -> Option<&str> {
     (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && !tool.is_empty()).then_some(id)
 }
 
+/// The output numbers `text` names as `artifact://<N>`, where the entry's
+/// JSON, as written, has the number followed by `]`, `"`, `\`, a space,
+/// `:` or `)`. `json` says `text` is JSON text (a line); otherwise it is a
+/// string's own text, whose JSON form ends with `"` and writes `"`, `\` and
+/// control characters with a `\` first.
+pub fn named_outputs(text: &[u8], json: bool) -> impl Iterator<Item = &str> {
+    const NAME: &[u8] = b"artifact://";
+    memchr::memmem::find_iter(text, NAME).filter_map(move |at| {
+        let rest = &text[at + NAME.len()..];
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        let ended = match rest.get(digits) {
+            Some(b']' | b'"' | b'\\' | b' ' | b':' | b')') => true,
+            Some(&byte) => !json && byte < 0x20,
+            None => !json,
+        };
+        (digits > 0 && ended)
+            .then(|| std::str::from_utf8(&rest[..digits]).ok())
+            .flatten()
+    })
+}
+
 fn read_tool_output(
     root: &Path,
     file: &Path,
@@ -375,6 +396,30 @@ fn probe_jsonl(file: &Path) -> (&'static str, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A number is named where `instr` over the entry's JSON would find it
+    /// with one of the six characters after it; a string's own text is read
+    /// as its JSON form (`"` at its end, `\` before a control character).
+    #[test]
+    fn outputs_are_named_as_the_json_says() {
+        fn named(text: &str, json: bool) -> Vec<&str> {
+            named_outputs(text.as_bytes(), json).collect()
+        }
+        let json = r#"{"text":"cut [full: artifact://12] see artifact://3\n and artifact://4.x artifact://5""#;
+        assert_eq!(named(json, true), ["12", "3", "5"]);
+        assert_eq!(named("artifact://7", true), Vec::<&str>::new());
+        assert_eq!(
+            named(
+                "a artifact://1\nb artifact://2\"c artifact://3)d artifact://x] artifact://4",
+                false
+            ),
+            ["1", "2", "3", "4"]
+        );
+        assert_eq!(
+            named("artifact://8. artifact://9a", false),
+            Vec::<&str>::new()
+        );
+    }
 
     #[test]
     fn names_give_kind_base_run_and_agent() {

@@ -460,17 +460,53 @@ impl Writer {
     /// subagent transcript in that folder (they share its numbering), whose
     /// `details.meta.truncation.artifactId` is the output's number; else
     /// the first whose `details.meta.limits.columnTruncated.artifactId` is,
-    /// or whose text says `artifact://<N>`. The session's own file first,
-    /// then by path and place.
+    /// or whose text says `artifact://<N>` (in the entry as written: its
+    /// long strings, kept in `shared_texts`, included). The session's own
+    /// file first, then by path and place.
     ///
     /// Each tool result's ids are read out of its JSON once, into a table
     /// indexed by the number and the result's file: matching every output
     /// against every result of its folder parsed each result's JSON three
     /// times per output (30 s for a session of 3,000 truncated results).
-    /// The text is searched only for an output no result names by number.
+    /// The texts are read, and inflated, only for the results an output
+    /// that no result names by number may be linked to.
     fn link_tool_outputs(&self) -> Result<()> {
-        for statement in tool_output_links() {
-            self.conn.execute_batch(&statement).map_err(self.err())?;
+        let sql = tool_output_links();
+        for statement in &sql.gather {
+            self.conn.execute_batch(statement).map_err(self.err())?;
+        }
+        self.gather_text_refs(&sql.texts)?;
+        for statement in &sql.link {
+            self.conn.execute_batch(statement).map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// Fills `temp_text_refs` with the outputs each text of `texts` (rows
+    /// of a result's `entry_rowid`, a text, and whether it is JSON) names.
+    fn gather_text_refs(&self, texts: &str) -> Result<()> {
+        let mut refs = std::collections::BTreeSet::new();
+        let mut statement = self.conn.prepare(texts).map_err(self.err())?;
+        let mut rows = statement.query([]).map_err(self.err())?;
+        while let Some(row) = rows.next().map_err(self.err())? {
+            let entry_rowid: i64 = row.get(0).map_err(self.err())?;
+            let is_json: bool = row.get(2).map_err(self.err())?;
+            let text = row.get_ref(1).map_err(self.err())?;
+            let Some(text) = text.as_bytes_or_null().ok().flatten() else {
+                continue;
+            };
+            for number in crate::artifacts::named_outputs(text, is_json) {
+                refs.insert((number.to_owned(), entry_rowid));
+            }
+        }
+        let mut insert = self
+            .conn
+            .prepare("INSERT INTO temp_text_refs(base, entry_rowid) VALUES (?1, ?2)")
+            .map_err(self.err())?;
+        for (base, entry_rowid) in refs {
+            insert
+                .execute(params![base, entry_rowid])
+                .map_err(self.err())?;
         }
         Ok(())
     }
@@ -540,8 +576,17 @@ pub(super) fn in_session_folder(path: &str, session_path: &str) -> String {
     )
 }
 
-/// `Writer::link_tool_outputs`' statements, in order.
-fn tool_output_links() -> [String; 9] {
+/// `Writer::link_tool_outputs`' statements: `gather` reads the tool
+/// results of the outputs' sessions into `temp_tool_results`; `texts`
+/// selects the texts `Writer::gather_text_refs` reads into
+/// `temp_text_refs`; `link` links each output and writes what changed.
+struct OutputLinkSql {
+    gather: [String; 7],
+    texts: String,
+    link: [String; 4],
+}
+
+fn tool_output_links() -> OutputLinkSql {
     // Where `t` may name `a`: its session's own file, or a JSONL file in
     // that session's folder. Asked apart, each is one index range (an OR
     // of the two was not).
@@ -562,19 +607,14 @@ fn tool_output_links() -> [String; 9] {
     let by_text = |place: &str| {
         format!(
             "(SELECT t.entry_rowid FROM temp_tool_results t
-                JOIN entries e ON e.entry_rowid = t.entry_rowid
                WHERE {place}
                  AND (t.column_output_id = a.base
-                      OR instr(e.raw, 'artifact://' || a.base || ']')
-                      OR instr(e.raw, 'artifact://' || a.base || '\"')
-                      OR instr(e.raw, 'artifact://' || a.base || '\\')
-                      OR instr(e.raw, 'artifact://' || a.base || ' ')
-                      OR instr(e.raw, 'artifact://' || a.base || ':')
-                      OR instr(e.raw, 'artifact://' || a.base || ')'))
+                      OR EXISTS (SELECT 1 FROM temp_text_refs r
+                                  WHERE r.base = a.base AND r.entry_rowid = t.entry_rowid))
                {BY_PLACE})"
         )
     };
-    [
+    let gather = [
         "CREATE TEMP TABLE IF NOT EXISTS temp_tool_results(
            entry_rowid INTEGER PRIMARY KEY, path TEXT NOT NULL, byte_offset INTEGER NOT NULL,
            obj_in_line INTEGER NOT NULL, output_id TEXT, column_output_id TEXT)"
@@ -603,6 +643,34 @@ fn tool_output_links() -> [String; 9] {
                CROSS JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
               WHERE json_valid(e.raw)"
         ),
+        // `artifact://<N>` in a result's text: output number → result.
+        "CREATE TEMP TABLE IF NOT EXISTS temp_text_refs(
+           base TEXT NOT NULL, entry_rowid INTEGER NOT NULL, PRIMARY KEY(base, entry_rowid))
+           WITHOUT ROWID"
+            .to_owned(),
+        "DELETE FROM temp_text_refs".to_owned(),
+    ];
+    // The texts of the results that outputs named by no result's number
+    // may be linked to: each result's JSON, and its shared values (a
+    // string's own text, inflated; `is_json` 0).
+    let texts = format!(
+        "WITH unnamed(session_path) AS (
+           SELECT DISTINCT a.session_path FROM subagent_artifacts a
+            WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL
+              AND {} IS NULL AND {} IS NULL),
+         results(entry_rowid) AS (
+           SELECT t.entry_rowid FROM unnamed a CROSS JOIN temp_tool_results t ON {OWN_FILE}
+           UNION
+           SELECT t.entry_rowid FROM unnamed a CROSS JOIN temp_tool_results t ON {in_folder})
+         SELECT r.entry_rowid, e.raw, 1 FROM results r
+           JOIN entries e ON e.entry_rowid = r.entry_rowid
+         UNION ALL
+         SELECT r.entry_rowid, v.text, v.is_json FROM results r
+           JOIN v_shared_values v ON v.entry_rowid = r.entry_rowid",
+        by_number(OWN_FILE),
+        by_number(&in_folder),
+    );
+    let link = [
         "CREATE TEMP TABLE IF NOT EXISTS temp_output_links(artifact_id INTEGER PRIMARY KEY, entry_rowid INTEGER)"
             .to_owned(),
         "DELETE FROM temp_output_links".to_owned(),
@@ -622,7 +690,12 @@ fn tool_output_links() -> [String; 9] {
                                   JOIN subagent_artifacts a ON a.artifact_id = l.artifact_id
                                  WHERE l.entry_rowid IS NOT a.entry_rowid)"
             .to_owned(),
-    ]
+    ];
+    OutputLinkSql {
+        gather,
+        texts,
+        link,
+    }
 }
 
 #[cfg(test)]
@@ -634,13 +707,15 @@ mod tests {
 
     /// The link as one query defined it before `link_tool_outputs` (which
     /// parsed each tool result's JSON three times per output of its
-    /// folder): the definition the faster one must keep.
+    /// folder): the definition the faster one must keep. The text is the
+    /// entry's whole JSON, its shared values put back (`v_entries_full`).
     const DEFINITION: &str = "
         SELECT a.artifact_id,
                (SELECT e.entry_rowid
                   FROM files f
                   JOIN entries e ON e.file_id = f.file_id
                   JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
+                  JOIN v_entries_full w ON w.entry_rowid = e.entry_rowid
                  WHERE (f.path = a.session_path
                         OR (f.path > substr(a.session_path, 1, length(a.session_path) - 6) || '/'
                             AND f.path < substr(a.session_path, 1, length(a.session_path) - 6) || '0'
@@ -648,9 +723,9 @@ mod tests {
                    AND json_valid(e.raw)
                    AND (CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) = a.base
                         OR CAST(json_extract(e.raw, '$.message.details.meta.limits.columnTruncated.artifactId') AS TEXT) = a.base
-                        OR instr(e.raw, 'artifact://' || a.base || ']') OR instr(e.raw, 'artifact://' || a.base || '\"')
-                        OR instr(e.raw, 'artifact://' || a.base || '\\') OR instr(e.raw, 'artifact://' || a.base || ' ')
-                        OR instr(e.raw, 'artifact://' || a.base || ':') OR instr(e.raw, 'artifact://' || a.base || ')'))
+                        OR instr(w.raw, 'artifact://' || a.base || ']') OR instr(w.raw, 'artifact://' || a.base || '\"')
+                        OR instr(w.raw, 'artifact://' || a.base || '\\') OR instr(w.raw, 'artifact://' || a.base || ' ')
+                        OR instr(w.raw, 'artifact://' || a.base || ':') OR instr(w.raw, 'artifact://' || a.base || ')'))
                  ORDER BY CAST(json_extract(e.raw, '$.message.details.meta.truncation.artifactId') AS TEXT) IS a.base DESC,
                           f.path = a.session_path DESC, f.path, e.byte_offset, e.obj_in_line
                  LIMIT 1)
@@ -676,8 +751,10 @@ mod tests {
         role_is_result: bool,
         output_id: Option<u8>,
         column_id: Option<u8>,
-        /// `artifact://<N>` and the character after it.
-        text_ref: Option<(u8, char)>,
+        /// `artifact://<N>` and the character after it (none: the text ends).
+        text_ref: Option<(u8, Option<char>)>,
+        /// Where the text is: 0 in `raw`, 1 a shared text, 2 one deflated.
+        shared: u8,
         valid_json: bool,
     }
 
@@ -690,18 +767,24 @@ mod tests {
             id,
             proptest::option::of((
                 0u8..12,
-                prop::sample::select(vec![']', '"', '\\', ' ', ':', ')', '.', '5']),
+                proptest::option::of(prop::sample::select(vec![
+                    ']', '"', '\\', ' ', ':', ')', '.', '5', '\n', '\u{1}', 'é',
+                ])),
             )),
+            0u8..3,
             prop::bool::weighted(0.9),
         )
             .prop_map(
-                |(file, role_is_result, output_id, column_id, text_ref, valid_json)| Result {
-                    file,
-                    role_is_result,
-                    output_id,
-                    column_id,
-                    text_ref,
-                    valid_json,
+                |(file, role_is_result, output_id, column_id, text_ref, shared, valid_json)| {
+                    Result {
+                        file,
+                        role_is_result,
+                        output_id,
+                        column_id,
+                        text_ref,
+                        shared,
+                        valid_json,
+                    }
                 },
             )
     }
@@ -720,14 +803,13 @@ mod tests {
                 serde_json::json!({ "columnTruncated": { "artifactId": id } }),
             );
         }
-        let text = match result.text_ref {
-            Some((id, after)) => format!("cut [full output: artifact://{id}{after}"),
-            None => "cut".to_owned(),
-        };
+        let mut content = serde_json::json!({ "type": "text" });
+        if result.shared == 0 {
+            content["text"] = text(result).into();
+        }
         let raw = serde_json::json!({
             "type": "message",
-            "message": { "role": "toolResult", "content": [{ "type": "text", "text": text }],
-                         "details": { "meta": meta } }
+            "message": { "role": "toolResult", "content": [content], "details": { "meta": meta } }
         })
         .to_string();
         if result.valid_json {
@@ -735,6 +817,35 @@ mod tests {
         } else {
             format!("{raw}}}")
         }
+    }
+
+    /// The result's text: long when it is a shared text, as the lean
+    /// layout keeps only strings of 1 KiB or more apart.
+    fn text(result: &Result) -> String {
+        let cut = if result.shared == 0 {
+            "cut"
+        } else {
+            &"cut\n".repeat(300)
+        };
+        match result.text_ref {
+            Some((id, after)) => {
+                let after = after.map(String::from).unwrap_or_default();
+                format!("{cut} [full output: artifact://{id}{after}")
+            }
+            None => cut.to_owned(),
+        }
+    }
+
+    /// A shared text's row: the text, or '' and its zlib stream.
+    fn shared_text(result: &Result) -> (String, Option<Vec<u8>>) {
+        use std::io::Write;
+        let text = text(result);
+        if result.shared < 2 {
+            return (text, None);
+        }
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        zlib.write_all(text.as_bytes()).unwrap();
+        (String::new(), Some(zlib.finish().unwrap()))
     }
 
     /// The index: `FILES`, `results` in them (in order, so byte offsets
@@ -770,6 +881,21 @@ mod tests {
                 rusqlite::params![n as i64 + 1, result.file as i64, role],
             )
             .unwrap();
+            if result.shared > 0 {
+                let (stored, deflated) = shared_text(result);
+                conn.execute(
+                    "INSERT INTO shared_texts(text_id, hash, is_json, text, deflated, text_len)
+                     VALUES (?1, ?1, 0, ?2, ?3, ?4)",
+                    rusqlite::params![n as i64 + 1, stored, deflated, text(result).len() as i64],
+                )
+                .unwrap();
+                conn.execute(
+                    "INSERT INTO shared_refs(entry_rowid, json_path, key, key_index, file_id, text_id)
+                     VALUES (?1, '$.message.content[0]', 'text', 1, ?2, ?1)",
+                    rusqlite::params![n as i64 + 1, result.file as i64],
+                )
+                .unwrap();
+            }
         }
         for (n, (number, session)) in outputs.iter().enumerate() {
             conn.execute(
@@ -793,8 +919,9 @@ mod tests {
     #[test]
     fn outputs_are_linked_from_their_sessions_by_number() {
         let (_dir, writer) = index(&[], &[]);
-        let statements = super::tool_output_links();
-        let is_insert = |s: &&String| s.trim_start().starts_with("INSERT");
+        let sql = super::tool_output_links();
+        let statements: Vec<&String> = sql.gather.iter().chain(&sql.link).collect();
+        let is_insert = |s: &&&String| s.trim_start().starts_with("INSERT");
         for statement in statements.iter().filter(|s| !is_insert(s)) {
             writer.conn.execute_batch(statement).unwrap();
         }
@@ -809,24 +936,28 @@ mod tests {
                 .any(|line| line.starts_with("SEARCH t USING") && line.contains("(path=?)")),
             "{fill:#?}"
         );
-        let link = query_plan(&writer.conn, inserts.next().unwrap());
         // By number in the session's file, then in its folder; then by
-        // text, in the same two places: each a lookup, never a scan.
-        for lookup in [
-            "temp_tool_results_output (output_id=? AND path=?)",
-            "temp_tool_results_output (output_id=? AND path>? AND path<?)",
-            "temp_tool_results_path (path=?)",
-            "temp_tool_results_path (path>? AND path<?)",
-        ] {
+        // text, in the same two places: each a lookup, never a scan. The
+        // texts are read for the results of unnamed outputs' places alone.
+        let texts = query_plan(&writer.conn, &sql.texts);
+        let link = query_plan(&writer.conn, inserts.next().unwrap());
+        for plan in [&texts, &link] {
+            for lookup in [
+                "temp_tool_results_output (output_id=? AND path=?)",
+                "temp_tool_results_output (output_id=? AND path>? AND path<?)",
+                "temp_tool_results_path (path=?)",
+                "temp_tool_results_path (path>? AND path<?)",
+            ] {
+                assert!(
+                    plan.iter().any(|line| line.ends_with(lookup)),
+                    "{lookup}: {plan:#?}"
+                );
+            }
             assert!(
-                link.iter().any(|line| line.ends_with(lookup)),
-                "{lookup}: {link:#?}"
+                !plan.iter().any(|line| line.starts_with("SCAN t")),
+                "{plan:#?}"
             );
         }
-        assert!(
-            !link.iter().any(|line| line.starts_with("SCAN t")),
-            "{link:#?}"
-        );
     }
 
     /// A session nested below other sessions' folders with no parent named

@@ -1036,6 +1036,57 @@ fn omp_full_tool_output_is_searched_with_its_tool_result() {
     same_as_fresh(&env);
 }
 
+/// An omp tool result that names its full output only in its text (omp
+/// before `details.meta.truncation`), in a text long enough to be kept
+/// apart from the line (the lean layout's shared texts, deflated), is the
+/// result the output is searched with.
+#[test]
+fn omp_full_output_named_in_a_long_text_is_linked_to_its_result() {
+    let (env, _blobs) = omp_env_with_blobs();
+    let session = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("66515f90587b.jsonl"))
+        .expect("alpha session");
+    let lines = fs::read_to_string(&session).expect("read session");
+    let mut rewritten = String::new();
+    for line in lines.lines() {
+        let mut entry: Value = serde_json::from_str(line).expect("line");
+        if entry["id"] == "12b3e3bc" {
+            let message = &mut entry["message"];
+            message.as_object_mut().expect("message").remove("details");
+            let text = message["content"][0]["text"].as_str().expect("text");
+            let long = "export const placeholder = 1;\n".repeat(80) + text;
+            message["content"][0]["text"] = long.into();
+        }
+        rewritten.push_str(&entry.to_string());
+        rewritten.push('\n');
+    }
+    fs::write(&session, rewritten).expect("write session");
+    env.sync();
+    let deflated = json(
+        &env,
+        &[
+            "sql",
+            "--json",
+            "SELECT count(*) AS n FROM shared_texts WHERE deflated IS NOT NULL",
+        ],
+    );
+    assert_ne!(deflated[0]["n"], 0, "{deflated}");
+    let hits = json(
+        &env,
+        &["search", "yakfjord", "--session", "01a1f82f-1e80", "--json"],
+    );
+    let hits = hits.as_array().expect("hits");
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+    assert_eq!(hits[0]["entry_id"], "12b3e3bc", "{hits:#?}");
+    assert_eq!(hits[0]["json_path"], "artifact://0", "{hits:#?}");
+    assert_eq!(
+        hits[0]["full_output"],
+        alpha_output(&env).to_string_lossy().as_ref()
+    );
+    same_as_fresh(&env);
+}
+
 /// A file a session names outside itself but that is not there (omp's
 /// `<N>.<tool>.log` full output, an image in omp's blob store or the
 /// port's `.blobs/` folder) is a warning of the sync that reads the
