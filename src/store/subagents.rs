@@ -8,10 +8,12 @@
 
 use std::collections::HashMap;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Result, Writer};
 use crate::normalize::Entry;
+use crate::normalize::shared::inflate;
 use crate::normalize::subagent::SubagentRun;
 
 /// What the database remembers about one artifact file.
@@ -482,8 +484,11 @@ impl Writer {
         Ok(())
     }
 
-    /// Fills `temp_text_refs` with the outputs each text of `texts` (rows
-    /// of a result's `entry_rowid`, a text, and whether it is JSON) names.
+    /// Fills `temp_text_refs` with the outputs each text of `texts` names
+    /// (rows of a result's `entry_rowid`, a text, whether it is JSON, and
+    /// the text's zlib stream and length when it is stored deflated). A
+    /// stream that does not inflate is passed over, as a text naming
+    /// nothing: a damaged value must not stop the sync that links.
     fn gather_text_refs(&self, texts: &str) -> Result<()> {
         let mut refs = std::collections::BTreeSet::new();
         let mut statement = self.conn.prepare(texts).map_err(self.err())?;
@@ -491,9 +496,26 @@ impl Writer {
         while let Some(row) = rows.next().map_err(self.err())? {
             let entry_rowid: i64 = row.get(0).map_err(self.err())?;
             let is_json: bool = row.get(2).map_err(self.err())?;
-            let text = row.get_ref(1).map_err(self.err())?;
-            let Some(text) = text.as_bytes_or_null().ok().flatten() else {
-                continue;
+            let inflated;
+            let text = match row.get_ref(3).map_err(self.err())? {
+                // `sqlar_uncompress`' rule: a stream of the text's length is
+                // the text.
+                ValueRef::Blob(stream) => {
+                    match usize::try_from(row.get::<_, i64>(4).map_err(self.err())?) {
+                        Ok(len) if len != stream.len() => {
+                            let Ok(text) = inflate(stream, len) else {
+                                continue;
+                            };
+                            inflated = text;
+                            &inflated[..]
+                        }
+                        _ => stream,
+                    }
+                }
+                _ => match row.get_ref(1).map_err(self.err())? {
+                    ValueRef::Text(text) | ValueRef::Blob(text) => text,
+                    _ => continue,
+                },
             };
             for number in crate::artifacts::named_outputs(text, is_json) {
                 refs.insert((number.to_owned(), entry_rowid));
@@ -663,7 +685,7 @@ fn tool_output_links() -> OutputLinkSql {
     ];
     // The texts of the results that outputs named by no result's number
     // may be linked to: each result's JSON, and its shared values (a
-    // string's own text, inflated; `is_json` 0).
+    // string's own text, `is_json` 0; inflated by the caller).
     let texts = format!(
         "WITH unnamed(session_path) AS (
            SELECT DISTINCT a.session_path FROM subagent_artifacts a
@@ -673,11 +695,12 @@ fn tool_output_links() -> OutputLinkSql {
            SELECT t.entry_rowid FROM unnamed a CROSS JOIN temp_tool_results t ON {OWN_FILE}
            UNION
            SELECT t.entry_rowid FROM unnamed a CROSS JOIN temp_tool_results t ON {in_folder})
-         SELECT r.entry_rowid, e.raw, 1 FROM results r
+         SELECT r.entry_rowid, e.raw, 1, NULL, NULL FROM results r
            JOIN entries e ON e.entry_rowid = r.entry_rowid
          UNION ALL
-         SELECT r.entry_rowid, v.text, v.is_json FROM results r
-           JOIN v_shared_values v ON v.entry_rowid = r.entry_rowid",
+         SELECT r.entry_rowid, t.text, t.is_json, t.deflated, t.text_len FROM results r
+           JOIN shared_refs sr ON sr.entry_rowid = r.entry_rowid
+           JOIN shared_texts t ON t.text_id = sr.text_id",
         by_number(OWN_FILE),
         by_number(&in_folder),
     );
@@ -995,6 +1018,37 @@ mod tests {
                 .any(|line| line.ends_with("temp_tool_results_path (path=?)")),
             "{link:#?}"
         );
+    }
+
+    /// A shared text whose stream does not inflate names nothing, and the
+    /// links are still made: a damaged value does not stop the sync.
+    #[test]
+    fn a_text_that_does_not_inflate_names_nothing() {
+        let named = |file| Result {
+            file,
+            role_is_result: true,
+            output_id: None,
+            column_id: None,
+            text_ref: Some((3, Some(']'))),
+            shared: 2,
+            valid_json: true,
+        };
+        let (_dir, writer) = index(&[named(0), named(1)], &[(3, 0)]);
+        writer
+            .conn
+            .execute(
+                "UPDATE shared_texts SET deflated = x'78da0102' WHERE text_id = 1",
+                [],
+            )
+            .unwrap();
+        writer.link_tool_outputs().unwrap();
+        let linked: Option<i64> = writer
+            .conn
+            .query_row("SELECT entry_rowid FROM subagent_artifacts", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(linked, Some(2));
     }
 
     /// A session nested below other sessions' folders with no parent named
