@@ -19,6 +19,10 @@
 //! `PIIDX_TEST_BATCH_BYTES=<n>` makes batches (and commits) that small, so a
 //! small test file spans many committed batches.
 //!
+//! `PIIDX_TEST_LOAD_SEGMENTS=<n>` makes a shard's first load merge its
+//! segments whenever it holds `n` (see `store::fts::LOAD_SEGMENTS`), so a
+//! small tree reaches that merge.
+//!
 //! `PIIDX_TEST_PANIC=<place>` panics at a named place (`pick`: after the
 //! picker's first frame), to test what a panic leaves behind.
 //!
@@ -46,6 +50,7 @@ pub enum Point {
 struct Plan {
     kill_at: Option<(Point, u64)>,
     batch_bytes: Option<u64>,
+    load_segments: Option<i64>,
 }
 
 static PLAN: OnceLock<Plan> = OnceLock::new();
@@ -66,7 +71,17 @@ fn plan() -> &'static Plan {
             .ok()
             .and_then(|n| n.parse().ok())
             .filter(|n| *n > 0),
+        load_segments: std::env::var("PIIDX_TEST_LOAD_SEGMENTS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n > 1),
     })
+}
+
+/// How many segments a shard's first load lets an index hold before it
+/// merges them: `PIIDX_TEST_LOAD_SEGMENTS`, else `default`.
+pub fn load_segments(default: i64) -> i64 {
+    plan().load_segments.unwrap_or(default)
 }
 
 fn parse_kill_at(spec: &str) -> Option<(Point, u64)> {

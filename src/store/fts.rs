@@ -154,8 +154,12 @@ fn purged_path(shard: &Path) -> PathBuf {
 }
 
 /// The files a sync killed on its way may leave beside shard `shard`.
-fn leftovers(db: &Path, shard: usize) -> [PathBuf; 2] {
-    [anew_path(db, shard), purged_path(&shard_path(db, shard))]
+fn leftovers(db: &Path, shard: usize) -> [PathBuf; 3] {
+    [
+        anew_path(db, shard),
+        purged_path(&shard_path(db, shard)),
+        purged_path(&anew_path(db, shard)),
+    ]
 }
 
 /// `remove_shard_file`, its error naming the file.
@@ -1057,11 +1061,15 @@ fn open_shard_for_writing(
          PRAGMA application_id = {SHARD_APPLICATION_ID}; PRAGMA user_version = {SHARD_VERSION};"
     ))
     .map_err(&err)?;
+    // A first load merges its segments once, at its end (`purge`).
     conn.execute(
-        "INSERT INTO shard(db_id, shard, shards, indexed_upto) VALUES (?1, ?2, ?3, 0)",
+        "INSERT INTO shard(db_id, shard, shards, indexed_upto, purge_pending)
+         VALUES (?1, ?2, ?3, 0, 1)",
         params![config.db_id, shard as i64, config.shards as i64],
     )
     .map_err(&err)?;
+    conn.execute_batch(&merge_settings(FIRST_LOAD_MERGE))
+        .map_err(&err)?;
     conn.execute_batch("COMMIT").map_err(&err)?;
     Ok((conn, 0))
 }
@@ -1143,8 +1151,15 @@ fn write_shard(
     receiver: Receiver<Work>,
 ) -> Result<bool> {
     let err = sqlite_error(path);
+    let loading = first_load(&conn).map_err(&err)?;
     while let Ok(work) = receiver.recv() {
-        match write_work(&conn, &work, shards) {
+        let written = write_work(&conn, &work, shards).and_then(|()| {
+            if loading {
+                merge_if_many(&conn)?;
+            }
+            Ok(())
+        });
+        match written {
             Ok(()) => {}
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::DatabaseBusy =>
@@ -1194,6 +1209,77 @@ fn reclaim(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// FTS5's `automerge` and `crisismerge` while a shard is first loaded: no
+/// merging as it goes. With FTS5's own (4 and 16), a term's list was
+/// written again at every level of the merge tree: a load spent about as
+/// long merging as indexing (`fts_ceiling` at 1 GB: 7.0 s of inserts, and
+/// 11.7–13.1 s with the merges). Its segments are merged once instead, at
+/// the end (`purge`, which `purge_pending` asks of a first load), or when
+/// there are `LOAD_SEGMENTS` of them. `crisismerge` is set to FTS5's
+/// highest so that FTS5 never merges a level whole in one transaction (a
+/// shard's dirty pages stay in memory until it commits).
+const FIRST_LOAD_MERGE: (i64, i64) = (0, 1999);
+
+/// FTS5's own `automerge` and `crisismerge`, for every sync after the
+/// first load.
+const MERGE_AS_YOU_GO: (i64, i64) = (4, 16);
+
+/// Segments an index of a shard may hold during its first load before it
+/// is merged whole: each is one flush of `hashsize` (a 1 GB corpus leaves
+/// about 200 in each of two shards), and FTS5 holds at most 2,000.
+const LOAD_SEGMENTS: i64 = 1000;
+
+/// SQL that sets both indexes' `automerge` and `crisismerge`.
+fn merge_settings((automerge, crisismerge): (i64, i64)) -> String {
+    ["fts", "fts_trigram"]
+        .iter()
+        .map(|table| {
+            format!(
+                "INSERT INTO {table}({table}, rank) VALUES ('automerge', {automerge});
+                 INSERT INTO {table}({table}, rank) VALUES ('crisismerge', {crisismerge});"
+            )
+        })
+        .collect()
+}
+
+/// Whether the shard on `conn` is in its first load (`FIRST_LOAD_MERGE`).
+fn first_load(conn: &Connection) -> rusqlite::Result<bool> {
+    let automerge: Option<i64> = conn
+        .query_row(
+            "SELECT v FROM fts_config WHERE k = 'automerge'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(automerge == Some(FIRST_LOAD_MERGE.0))
+}
+
+/// How many segments `table` holds (one lookup per segment in `_idx`).
+fn segments(conn: &Connection, table: &str) -> rusqlite::Result<i64> {
+    conn.query_row(
+        &format!(
+            "WITH RECURSIVE seg(id) AS (
+               SELECT min(segid) FROM {table}_idx
+               UNION ALL
+               SELECT (SELECT min(segid) FROM {table}_idx WHERE segid > seg.id)
+                 FROM seg WHERE seg.id IS NOT NULL)
+             SELECT count(id) FROM seg"
+        ),
+        [],
+        |row| row.get(0),
+    )
+}
+
+/// During a first load, merges the shard whole when an index holds
+/// `LOAD_SEGMENTS` segments, in steps of bounded memory.
+fn merge_if_many(conn: &Connection) -> rusqlite::Result<()> {
+    let most = crate::fault::load_segments(LOAD_SEGMENTS);
+    if segments(conn, "fts")? >= most || segments(conn, "fts_trigram")? >= most {
+        merge_whole(conn)?;
+    }
+    Ok(())
+}
+
 /// Pages one step of the purge's merge writes. Each step is a transaction
 /// of its own, and a shard's dirty pages stay in memory until it commits
 /// (`configure_shard`): one `optimize` held the whole shard, about its size
@@ -1224,7 +1310,10 @@ fn purge(conn: &Connection, path: &Path) -> Result<bool> {
     if pending == 0 {
         return Ok(false);
     }
-    match merge_whole(conn) {
+    let merged = conn
+        .execute_batch(&merge_settings(MERGE_AS_YOU_GO))
+        .and_then(|()| merge_whole(conn));
+    match merged {
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::DatabaseBusy =>
         {

@@ -566,3 +566,68 @@ fn a_full_resync_over_a_shard_left_with_a_hot_journal_ends_sound() {
     assert!(canonical_dump(&env.db) == fresh_dump(&env));
     sound_and_finds(&env, "emberlode");
 }
+
+/// A shard's first load does not merge as it goes: when it gathers
+/// `PIIDX_TEST_LOAD_SEGMENTS` segments it merges them, in steps, and at
+/// its end each index is one segment and FTS5 merges as it goes again. A
+/// load killed on the way is finished (merged, settings back) by the next
+/// sync, which equals a fresh one.
+#[test]
+fn a_first_load_merges_its_shards_once_at_its_end() {
+    /// `purge_pending`, `automerge` and the word index's segments.
+    fn shard_state(path: &std::path::Path) -> (i64, Option<i64>, i64) {
+        let conn = rusqlite::Connection::open(path).expect("open shard");
+        let pending = conn
+            .query_row("SELECT purge_pending FROM shard", [], |row| row.get(0))
+            .expect("purge_pending");
+        let automerge = conn
+            .query_row(
+                "SELECT v FROM fts_config WHERE k = 'automerge'",
+                [],
+                |row| row.get(0),
+            )
+            .ok();
+        let segments = conn
+            .query_row("SELECT count(DISTINCT segid) FROM fts_idx", [], |row| {
+                row.get(0)
+            })
+            .expect("segments");
+        (pending, automerge, segments)
+    }
+    let env = Env::with_fixture("sessions");
+    let expected = fresh_dump(&env);
+    let out = env
+        .command(&["sync", "--quiet", "--root"])
+        .arg(&env.root)
+        .env("PIIDX_TEST_KILL_AT", "shard:10")
+        .env("PIIDX_TEST_BATCH_BYTES", "4096")
+        .env("PIIDX_TEST_LOAD_SEGMENTS", "3")
+        .output()
+        .expect("run sync");
+    assert!(was_killed(&out), "{}", String::from_utf8_lossy(&out.stderr));
+    // Listed, not read from the index: the kill may leave its journal hot.
+    let name = env
+        .db
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let shards: Vec<_> = (0..)
+        .map(|k| env.db.with_file_name(format!("{name}.fts{k}")))
+        .take_while(|path| path.exists())
+        .collect();
+    assert!(!shards.is_empty());
+    for shard in &shards {
+        let (pending, automerge, segments) = shard_state(shard);
+        assert_eq!((pending, automerge), (1, Some(0)), "{}", shard.display());
+        // Four or more commits each (the shards keep within a commit of
+        // one another), a segment or more apiece, merged at three.
+        assert!((1..3).contains(&segments), "{segments}");
+    }
+    env.sync();
+    assert!(canonical_dump(&env.db) == expected);
+    for shard in &shards {
+        assert_eq!(shard_state(shard), (0, Some(4), 1), "{}", shard.display());
+    }
+    sound_and_finds(&env, "zebrafrost");
+}
