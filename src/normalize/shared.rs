@@ -99,6 +99,16 @@ pub fn compress(text: &str) -> Option<Vec<u8>> {
     })
 }
 
+/// The length `sqlar_uncompress(data, size)` inflates data of `stored`
+/// bytes to, or `None` when the data is the text itself: a `size` that is
+/// missing, not positive, or the data's own length (SQLite's SQL archives
+/// store a value that would not shrink as it is).
+pub fn inflated_len(stored: usize, size: Option<i64>) -> Option<usize> {
+    usize::try_from(size.unwrap_or(0))
+        .ok()
+        .filter(|&len| len > 0 && len != stored)
+}
+
 /// The bytes of a value stored deflated (`compress`), `len` of them as the
 /// row says. libdeflate inflates a whole buffer of known size at once, in
 /// less time than a streaming decoder. A stream that is not `len` bytes

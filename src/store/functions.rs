@@ -14,7 +14,7 @@ use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 
 use crate::normalize::CHUNK_BYTES;
-use crate::normalize::shared::inflate;
+use crate::normalize::shared::{inflate, inflated_len};
 
 /// Registers piidx's SQL functions on `conn`.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
@@ -27,18 +27,18 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 fn sqlar_uncompress(ctx: &Context<'_>) -> rusqlite::Result<Value> {
-    let size = ctx.get::<Option<i64>>(1)?.unwrap_or(0);
+    let size = ctx.get::<Option<i64>>(1)?;
     let stored = match ctx.get_raw(0) {
         ValueRef::Blob(bytes) | ValueRef::Text(bytes) => bytes,
         _ => return ctx.get::<Value>(0),
     };
-    if size <= 0 || size as usize == stored.len() {
+    let Some(size) = inflated_len(stored.len(), size) else {
         return ctx.get::<Value>(0);
-    }
+    };
     // A text of one chunk is read once per row: only a longer one, read
     // chunk by chunk, is worth remembering (copying it costs a few percent
     // of a scan over every text).
-    let remember = size as usize > CHUNK_BYTES;
+    let remember = size > CHUNK_BYTES;
     if remember
         && let Some(out) = RECENT.with(|recent| {
             let recent = recent.borrow();
@@ -50,7 +50,7 @@ fn sqlar_uncompress(ctx: &Context<'_>) -> rusqlite::Result<Value> {
     {
         return Ok(Value::Blob(out));
     }
-    let out = inflate(stored, size as usize).map_err(|err| {
+    let out = inflate(stored, size).map_err(|err| {
         rusqlite::Error::UserFunctionError(format!("sqlar_uncompress: {err}").into())
     })?;
     if remember {

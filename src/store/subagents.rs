@@ -13,7 +13,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{Result, Writer};
 use crate::normalize::Entry;
-use crate::normalize::shared::inflate;
+use crate::normalize::shared::{inflate, inflated_len};
 use crate::normalize::subagent::SubagentRun;
 
 /// What the database remembers about one artifact file.
@@ -498,18 +498,17 @@ impl Writer {
             let is_json: bool = row.get(2).map_err(self.err())?;
             let inflated;
             let text = match row.get_ref(3).map_err(self.err())? {
-                // `sqlar_uncompress`' rule: a stream of the text's length is
-                // the text.
+                // Read as `sqlar_uncompress` reads it.
                 ValueRef::Blob(stream) => {
-                    match usize::try_from(row.get::<_, i64>(4).map_err(self.err())?) {
-                        Ok(len) if len != stream.len() => {
+                    match inflated_len(stream.len(), row.get(4).map_err(self.err())?) {
+                        Some(len) => {
                             let Ok(text) = inflate(stream, len) else {
                                 continue;
                             };
                             inflated = text;
                             &inflated[..]
                         }
-                        _ => stream,
+                        None => stream,
                     }
                 }
                 _ => match row.get_ref(1).map_err(self.err())? {
