@@ -1311,7 +1311,10 @@ fn purge(conn: &Connection, path: &Path) -> Result<bool> {
         return Ok(false);
     }
     let merged = conn
-        .execute_batch(&merge_settings(MERGE_AS_YOU_GO))
+        .execute_batch(&format!(
+            "BEGIN IMMEDIATE; {} COMMIT;",
+            merge_settings(MERGE_AS_YOU_GO)
+        ))
         .and_then(|()| merge_whole(conn));
     match merged {
         Err(rusqlite::Error::SqliteFailure(e, _))
