@@ -599,8 +599,8 @@ fn a_first_load_merges_its_shards_once_at_its_end() {
     let out = env
         .command(&["sync", "--quiet", "--root"])
         .arg(&env.root)
-        .env("PIIDX_TEST_KILL_AT", "shard:10")
-        .env("PIIDX_TEST_BATCH_BYTES", "4096")
+        .env("PIIDX_TEST_KILL_AT", "shard:20")
+        .env("PIIDX_TEST_BATCH_BYTES", "2048")
         .env("PIIDX_TEST_LOAD_SEGMENTS", "3")
         .output()
         .expect("run sync");
@@ -620,9 +620,11 @@ fn a_first_load_merges_its_shards_once_at_its_end() {
     for shard in &shards {
         let (pending, automerge, segments) = shard_state(shard);
         assert_eq!((pending, automerge), (1, Some(0)), "{}", shard.display());
-        // Four or more commits each (the shards keep within a commit of
-        // one another), a segment or more apiece, merged at three.
-        assert!((1..3).contains(&segments), "{segments}");
+        // About 18 commits each in all, and 8 or more committed by the
+        // kill (the shards keep within two of one another), a segment or
+        // more apiece: merged at three, so at most three, which the kill
+        // may catch between a commit and its merge.
+        assert!((1..=3).contains(&segments), "{segments}");
     }
     env.sync();
     assert!(canonical_dump(&env.db) == expected);
