@@ -35,6 +35,7 @@ use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::weights::Weight;
 use super::{Result, StoreError, Writer, sqlite_error, uri_path, with_suffix};
 
 /// `PRAGMA application_id` of shard files ("piis").
@@ -84,6 +85,24 @@ INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 4194304);
 fn add_later_tables(conn: &Connection, shards: usize) -> rusqlite::Result<()> {
     add_purge_column(conn)?;
     super::lengths::add_missing(conn, shards as i64)
+}
+
+/// Adds the weights table to a shard written before it existed, with the
+/// weight of every chunk of the main file whose row the shard holds, in
+/// one transaction: a shard has its weights table only with all of them.
+fn add_weights(
+    conn: &Connection,
+    main: &Connection,
+    shard: usize,
+    shards: usize,
+) -> rusqlite::Result<()> {
+    if super::weights::has_table(conn)? {
+        return Ok(());
+    }
+    let weights = super::weights::of_chunks(main, shard, shards, i64::MAX)?;
+    conn.execute_batch(&format!("BEGIN IMMEDIATE; {}", super::weights::CREATE_SQL))?;
+    super::weights::raise(conn, shards as i64, &weights)?;
+    conn.execute_batch("COMMIT")
 }
 
 /// The index text sent to the shards per message (the main writer commits
@@ -338,6 +357,7 @@ impl Writer {
                 path_of(&self.path, shard),
                 shard,
                 config,
+                &self.conn,
             )?);
         }
         // Shard files from an earlier, larger shard count.
@@ -547,6 +567,21 @@ impl Writer {
                 Err(err) => return Some(format!("shard {name}: {err}")),
             }
         }
+        // A row weighed below a chunk of it could be left out of a search's
+        // top (`weights`). Chunks above the mark are the next sync's.
+        let below = super::weights::of_chunks(&self.conn, shard, config.shards, upto)
+            .and_then(|weights| super::weights::below(&conn, config.shards as i64, &weights));
+        match below {
+            // A shard of an earlier piidx: the next sync adds its weights.
+            Ok(Some(0) | None) => {}
+            Ok(Some(n)) => {
+                return Some(format!(
+                    "shard {name}: {n} row(s) weighed below a chunk of theirs, which a search \
+                     could leave out; `piidx doctor --fix` indexes it again"
+                ));
+            }
+            Err(err) => return Some(format!("shard {name}: {err}")),
+        }
         match (want, have) {
             (Ok(want), Ok(have)) if want == have => None,
             (Ok(want), Ok(have)) => {
@@ -625,6 +660,17 @@ impl Writer {
         self.forget_fts_rows(spans)
     }
 
+    /// Queues the weight of a new chunk of `kind` for the row `id` it is
+    /// indexed under (its own, or its shared text's), sent after the
+    /// commit; the catch-up sends those the shards miss (`queue_chunks`).
+    pub(super) fn queue_fts_weight(&self, id: i64, kind: &str) {
+        if self.shards.borrow().is_some() {
+            self.pending_weights
+                .borrow_mut()
+                .push((id, super::weights::class_of(kind)));
+        }
+    }
+
     /// Queues a new chunk's full-text row for the shards, sent after the
     /// commit. Without writers there is no one to send it to: the catch-up
     /// of the next `start_fts` reads it from the chunks.
@@ -680,9 +726,10 @@ impl Writer {
     pub(super) fn dispatch_fts(&self, upto: i64) -> Result<()> {
         let rows = std::mem::take(&mut *self.pending_fts.borrow_mut());
         let deletes = std::mem::take(&mut *self.pending_deletes.borrow_mut());
+        let weights = std::mem::take(&mut *self.pending_weights.borrow_mut());
         let mut shards = self.shards.borrow_mut();
         match shards.as_mut() {
-            Some(writers) => writers.send(rows, deletes, upto),
+            Some(writers) => writers.send(rows, deletes, weights, upto),
             // No writers (a write outside a sync): the next sync catches up.
             None => Ok(()),
         }
@@ -736,11 +783,25 @@ impl Writer {
             bytes += body.len();
             batch.push(fts_row(chunk_id, body));
             if bytes >= CATCH_UP_BYTES {
-                writers.send(std::mem::take(&mut batch), Vec::new(), chunk_id)?;
+                writers.send(std::mem::take(&mut batch), Vec::new(), Vec::new(), chunk_id)?;
                 bytes = 0;
             }
         }
-        writers.send(batch, Vec::new(), to)
+        drop(rows);
+        // The weights of the chunks in the range, shared texts' included: a
+        // chunk pointing at an older shared text raises that row's.
+        let weights: Vec<(i64, Weight)> = self
+            .conn
+            .prepare_cached(
+                "SELECT coalesce(fts_rowid, chunk_id), kind FROM chunks
+                  WHERE chunk_id > ?1 AND chunk_id <= ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([from, to], super::weights::chunk_weight)?
+                    .collect()
+            })
+            .map_err(self.err())?;
+        writers.send(batch, Vec::new(), weights, to)
     }
 
     /// Deletions logged in `fts_deletes` by a sync that did not see them
@@ -876,6 +937,9 @@ struct Work {
     /// Rows to delete, with the text they were indexed with.
     deletes: Vec<FtsRow>,
     rows: Vec<FtsRow>,
+    /// Rows' weights to raise (`weights`): of these rows, and of rows the
+    /// shard already holds that a new chunk points at.
+    weights: Vec<(i64, Weight)>,
     upto: i64,
 }
 
@@ -903,17 +967,30 @@ impl ShardWriters {
 
     /// Routes rows and deletions to their shards, skipping rows a shard
     /// already has. A shard that failed reports its error here.
-    fn send(&mut self, rows: Vec<FtsRow>, deletes: Vec<FtsRow>, upto: i64) -> Result<()> {
+    fn send(
+        &mut self,
+        rows: Vec<FtsRow>,
+        deletes: Vec<FtsRow>,
+        weights: Vec<(i64, Weight)>,
+        upto: i64,
+    ) -> Result<()> {
         let count = self.writers.len() as i64;
         let mut work: Vec<Work> = (0..count)
             .map(|_| Work {
                 deletes: Vec::new(),
                 rows: Vec::new(),
+                weights: Vec::new(),
                 upto,
             })
             .collect();
         for row in deletes {
             work[row.0.rem_euclid(count) as usize].deletes.push(row);
+        }
+        // Every shard takes its weights, even of rows it already has.
+        for weight in weights {
+            work[weight.0.rem_euclid(count) as usize]
+                .weights
+                .push(weight);
         }
         for row in rows {
             if self.wants(row.0) {
@@ -922,7 +999,11 @@ impl ShardWriters {
         }
         let mut failed = None;
         for (writer, work) in self.writers.iter_mut().zip(work) {
-            if writer.upto >= work.upto && work.rows.is_empty() && work.deletes.is_empty() {
+            if writer.upto >= work.upto
+                && work.rows.is_empty()
+                && work.deletes.is_empty()
+                && work.weights.is_empty()
+            {
                 continue;
             }
             writer.upto = writer.upto.max(work.upto);
@@ -985,8 +1066,13 @@ struct ShardWriter {
 }
 
 impl ShardWriter {
-    fn open(path: PathBuf, shard: usize, config: &ShardConfig) -> Result<ShardWriter> {
-        let (conn, upto) = open_shard_for_writing(&path, shard, config)?;
+    fn open(
+        path: PathBuf,
+        shard: usize,
+        config: &ShardConfig,
+        main: &Connection,
+    ) -> Result<ShardWriter> {
+        let (conn, upto) = open_shard_for_writing(&path, shard, config, main)?;
         let shards = config.shards as i64;
         // One message in flight: the main writer runs at most one commit
         // ahead of the slowest shard, which bounds memory.
@@ -1034,6 +1120,7 @@ fn open_shard_for_writing(
     path: &Path,
     shard: usize,
     config: &ShardConfig,
+    main: &Connection,
 ) -> Result<(Connection, i64)> {
     let err = sqlite_error(path);
     // Anything but a shard of this configuration (another database's,
@@ -1044,6 +1131,7 @@ fn open_shard_for_writing(
         let conn = Connection::open(path).map_err(&err)?;
         configure_shard(&conn, path)?;
         add_later_tables(&conn, config.shards).map_err(&err)?;
+        add_weights(&conn, main, shard, config.shards).map_err(&err)?;
         return Ok((conn, upto));
     }
     remove_file_of(path)?;
@@ -1056,8 +1144,9 @@ fn open_shard_for_writing(
         .iter()
         .map(|table| super::lengths::create_sql(table))
         .collect();
+    let weights = super::weights::CREATE_SQL;
     conn.execute_batch(&format!(
-        "BEGIN IMMEDIATE; {SHARD_SCHEMA} {lengths}
+        "BEGIN IMMEDIATE; {SHARD_SCHEMA} {lengths} {weights}
          PRAGMA application_id = {SHARD_APPLICATION_ID}; PRAGMA user_version = {SHARD_VERSION};"
     ))
     .map_err(&err)?;
@@ -1407,6 +1496,7 @@ fn write_work(conn: &Connection, work: &Work, shards: i64) -> rusqlite::Result<(
             super::lengths::record(conn, table, shards, low, high)?;
         }
     }
+    super::weights::raise(conn, shards, &work.weights)?;
     conn.execute(
         "UPDATE shard SET indexed_upto = max(indexed_upto, ?1)",
         [work.upto],

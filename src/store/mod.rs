@@ -30,6 +30,7 @@ mod state;
 mod stop;
 mod subagents;
 pub mod tokenizer;
+pub mod weights;
 mod write;
 
 use std::cell::{Cell, RefCell};
@@ -313,6 +314,9 @@ pub struct Writer {
     /// Rows deleted in the open transaction, with their text (to delete
     /// them from the contentless shards).
     pending_deletes: RefCell<Vec<fts::FtsRow>>,
+    /// Weights of the open transaction's chunks (`weights`), for the
+    /// shards after commit.
+    pending_weights: RefCell<Vec<(i64, weights::Weight)>>,
     /// The next chunk id to hand out; 0 until read from the database.
     next_chunk_id: Cell<i64>,
     /// Writer threads of the full-text shards, during a sync.
@@ -339,6 +343,7 @@ impl Writer {
             conn,
             path: path.to_owned(),
             pending_fts: Default::default(),
+            pending_weights: Default::default(),
             pending_deletes: Default::default(),
             next_chunk_id: Cell::new(0),
             shards: Default::default(),

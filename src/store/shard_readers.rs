@@ -146,13 +146,13 @@ impl ShardReaders {
 
     /// Runs `sqls[k]` with `params` on shard `k` of `db`, before the
     /// index is open: shard 0's on its reader (`open_shard0`), the others'
-    /// on theirs. Each row becomes a `T` by `row`.
+    /// on theirs, each by `run(connection, k, sql, params)`.
     pub fn start<T: Send + 'static>(
         &mut self,
         db: &Path,
         sqls: Vec<String>,
         params: Vec<SqlValue>,
-        row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        run: ShardQuery<T>,
     ) -> Started<T> {
         self.open_shard0(db);
         let replies = self
@@ -160,13 +160,12 @@ impl ShardReaders {
             .iter()
             .chain(&self.readers)
             .zip(&sqls)
-            .map(|(reader, sql)| {
+            .enumerate()
+            .map(|(shard, (reader, sql))| {
                 let (sql, params, stop) = (sql.clone(), params.clone(), self.stop.clone());
                 reader.run(false, move |conn| {
                     let _watching = stop.watch(conn);
-                    let mut stmt = conn.prepare_cached(&sql)?;
-                    stmt.query_map(rusqlite::params_from_iter(&params), row)?
-                        .collect()
+                    run(conn, shard, &sql, &params)
                 })
             })
             .collect();
@@ -223,6 +222,10 @@ impl ShardReaders {
         Ok(rows)
     }
 }
+
+/// How `ShardReaders::start` runs a shard's query: on the connection that
+/// has shard `k` attached, with `k`, the SQL and its parameters.
+pub type ShardQuery<T> = fn(&Connection, usize, &str, &[SqlValue]) -> rusqlite::Result<Vec<T>>;
 
 /// Queries `ShardReaders::start` sent to every shard, and where their
 /// rows arrive.

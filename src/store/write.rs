@@ -1018,6 +1018,7 @@ impl Writer {
                 if fts_rowid.is_none() {
                     self.queue_fts_row(chunk_id, body);
                 }
+                self.queue_fts_weight(fts_rowid.unwrap_or(chunk_id), text.kind);
             }
         }
         Ok(())

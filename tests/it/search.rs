@@ -682,6 +682,109 @@ fn sort_recent_looks_at_the_newest_entries_first_but_never_loses_older_hits() {
 /// Entry ids and their scores, best first.
 type Ranking = Vec<(String, f64)>;
 
+/// A shared text is one full-text row for every chunk whose text it is; its
+/// shard records the weight of the weightiest (`store::weights`), which
+/// ranking takes for the most the row can score. Here a long output is
+/// first a tool result's (weight 0.5), outranked by short user messages,
+/// and later a bash execution's (weight 0.7), which then enters the top
+/// ten: when it came in a sync of its own, through the catch-up after a
+/// sync killed before its shards got it, and into shards of an earlier
+/// piidx, which the next sync gives their weights. Weighed 0.5, the row
+/// would be looked up only after every user message (`weigh`).
+#[test]
+fn a_shared_text_weighs_as_its_weightiest_chunk() {
+    let long = "zebraword ".repeat(110);
+    let line = |id: &str, n: i64, role: &str, body: &str| {
+        let ms = 1_767_225_600_000 + n * 1000;
+        let message = match role {
+            "toolResult" => serde_json::json!({"role": role, "toolCallId": "c1",
+                "toolName": "bash", "isError": false,
+                "content": [{"type": "text", "text": body}], "timestamp": ms}),
+            "bashExecution" => serde_json::json!({"role": role, "command": "cat notes",
+                "output": body, "exitCode": 0, "cancelled": false, "truncated": false,
+                "timestamp": ms}),
+            _ => serde_json::json!({"role": role, "content": body, "timestamp": ms}),
+        };
+        let entry = serde_json::json!({"type": "message", "id": id, "parentId": null,
+            "timestamp": format_iso_ms(ms), "message": message});
+        format!("{entry}\n")
+    };
+    let write_first = |env: &Env| {
+        let (dir, mut text) = session_start(env, "first");
+        // Nine that outrank the output however weighed, and many that
+        // outrank it only as a tool result's.
+        for n in 0..209 {
+            let body = if n < 9 {
+                "zebraword zebraword zebraword".to_owned()
+            } else {
+                format!("zebraword x{n} y{n}")
+            };
+            text.push_str(&line(&format!("u{n}"), n, "user", &body));
+        }
+        text.push_str(&line("output", 209, "toolResult", &long));
+        fs::write(dir.join("first.jsonl"), text).expect("write");
+    };
+    let write_later = |env: &Env| {
+        let (dir, text) = session_start(env, "later");
+        let text = text + &line("said", 300, "bashExecution", &long);
+        fs::write(dir.join("later.jsonl"), text).expect("write");
+    };
+    // The tenth hit.
+    let top = |env: &Env| -> String {
+        search(env, &["zebraword", "--limit", "10"])[9]["entry_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    // In a sync of its own.
+    let env = Env::new();
+    write_first(&env);
+    env.sync();
+    assert!(top(&env).starts_with('u'), "{}", top(&env));
+    write_later(&env);
+    env.sync();
+    assert_eq!(top(&env), "said");
+    crate::util::fts_integrity(&env.db);
+
+    // Through the catch-up: the sync dies right after the main file took
+    // the later session, before the shards heard of it.
+    let env = Env::new();
+    write_first(&env);
+    env.sync();
+    write_later(&env);
+    let out = env
+        .command(&["sync", "--quiet", "--root"])
+        .arg(&env.root)
+        .env("PIIDX_TEST_KILL_AT", "commit:1")
+        .output()
+        .expect("run sync");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9),
+        "the sync was to be killed"
+    );
+    env.sync();
+    assert_eq!(top(&env), "said");
+    crate::util::fts_integrity(&env.db);
+
+    // Shards of an earlier piidx, without weights: a search takes every
+    // row's weight for 1 (the same hits), and a sync adds them.
+    let env = Env::new();
+    write_first(&env);
+    write_later(&env);
+    env.sync();
+    for path in crate::util::shard_paths(&env.db) {
+        rusqlite::Connection::open(&path)
+            .and_then(|shard| shard.execute_batch("DROP TABLE weights"))
+            .expect("drop the weights");
+    }
+    assert_eq!(top(&env), "said");
+    env.sync();
+    assert_eq!(top(&env), "said");
+    crate::util::fts_integrity(&env.db);
+}
+
 /// Ranking looks chunks up lazily, in bm25 order, until no later match can
 /// make the top (`weigh`). Whatever the kind weights and filters, the hits
 /// must be exactly those of ranking every match: here tool results match

@@ -458,6 +458,15 @@ pub fn fts_integrity(db: &Path) {
                 path.display()
             );
         }
+        let weights = piidx::store::weights::of_chunks(&conn, k, shards.len(), i64::MAX)
+            .expect("the chunks' weights");
+        assert_eq!(
+            piidx::store::weights::below(&shard, shards.len() as i64, &weights)
+                .expect("read the weights"),
+            Some(0),
+            "{} weighs every row as its weightiest chunk at least",
+            path.display()
+        );
     }
     shard_words_match(db, &shards);
     // `message_fts` (external content) against the text of its view.

@@ -59,7 +59,7 @@ pub const SEARCH_BUDGET: Duration = Duration::from_secs(10);
 use stage::{Stage1, rank_window};
 #[cfg(feature = "postgres")]
 pub(crate) use weigh::kind_weight;
-use weigh::rank_sql;
+use weigh::{Match, rank_sql};
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.
 pub const MARK_OPEN: char = '\u{2}';
@@ -256,8 +256,8 @@ impl From<ShardReadError> for SearchError {
 #[derive(Default)]
 pub struct HeadStart {
     readers: ShardReaders,
-    /// Each match's (chunk id, bm25), every shard's.
-    scoring: Option<Started<(i64, f64)>>,
+    /// Each match (`weigh::Match`), every shard's.
+    scoring: Option<Started<Match>>,
 }
 
 impl HeadStart {
@@ -286,9 +286,7 @@ impl HeadStart {
                     rank_sql(table, &source, "", &window)
                 })
                 .collect();
-            readers.start(db, sqls, scoring_params(&expr), |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
+            readers.start(db, sqls, scoring_params(&expr), weigh::scored)
         });
         HeadStart { readers, scoring }
     }
@@ -299,7 +297,7 @@ impl HeadStart {
         &mut self,
         sqls: &[String],
         expr: &str,
-    ) -> Option<Result<Vec<(i64, f64)>, SearchError>> {
+    ) -> Option<Result<Vec<Match>, SearchError>> {
         let rows = self
             .scoring
             .as_mut()?

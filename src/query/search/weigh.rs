@@ -12,23 +12,17 @@ use rusqlite::types::Value as SqlValue;
 
 use super::SearchError;
 use super::plan::{query_params, query_rows};
-use crate::store::{Index, ShardReaders, rank};
+use crate::store::{Index, ShardReaders, rank, shard_schema, weights};
 
 /// Weight applied to bm25 (which is negative: more negative is better).
 pub(super) const KIND_WEIGHTS: &str =
     "CASE c.kind WHEN 'user' THEN 1.0 WHEN 'assistant' THEN 1.0 WHEN 'summary' THEN 1.0
      WHEN 'tool_result' THEN 0.5 ELSE 0.7 END";
 
-/// `KIND_WEIGHTS` for one kind, for the team store's search, which ranks
-/// in the client.
-#[cfg(feature = "postgres")]
-pub(crate) fn kind_weight(kind: &str) -> f64 {
-    match kind {
-        "user" | "assistant" | "summary" => 1.0,
-        "tool_result" => 0.5,
-        _ => 0.7,
-    }
-}
+/// `KIND_WEIGHTS` for one kind: what the shards record as a row's most
+/// (`weights`), and what the team store's search, which ranks in the
+/// client, weighs by.
+pub(crate) use crate::store::weights::kind_weight;
 
 /// A stage-1 row: a matching chunk, its score and timestamp.
 #[derive(Debug, Clone, Copy)]
@@ -51,8 +45,40 @@ pub(super) fn rank_sql(table: &str, source: &str, restriction: &str, window: &st
     )
 }
 
-/// Every shard's scored matches (chunk id, bm25), in no order (`Weighing`
-/// orders them). `restricted`: the queries keep the chunks of some
+/// Runs shard `shard`'s scoring query (`rank_sql`) on `conn`, which has
+/// the shard attached under its name: its matches, each with the best
+/// score its weight allows (`Match`).
+pub(super) fn scored(
+    conn: &rusqlite::Connection,
+    shard: usize,
+    sql: &str,
+    params: &[SqlValue],
+) -> rusqlite::Result<Vec<Match>> {
+    let rows: Vec<(i64, f64)> =
+        query_rows(conn, sql, params, |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
+    let classes = weights::Classes::read(conn, &shard_schema(shard), &ids)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, bm25)| Match {
+            id,
+            bm25,
+            best: bm25 * weights::bound(classes.of(id)),
+        })
+        .collect())
+}
+
+/// A shard's match: its full-text row, its bm25, and the best score a
+/// kind's weight can make of it (`best`, its bm25 times the most the row's
+/// chunks weigh, `store::weights`: bm25 is negative, lower is better).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Match {
+    pub id: i64,
+    pub bm25: f64,
+    pub best: f64,
+}
+
+/// Every shard's scored matches, in no order (`Weighing` orders them). `restricted`: the queries keep the chunks of some
 /// sessions only, which they read in the index.
 pub(super) fn shard_matches(
     store: &Index,
@@ -60,29 +86,30 @@ pub(super) fn shard_matches(
     sqls: &[String],
     params: &[SqlValue],
     restricted: bool,
-) -> Result<Vec<(i64, f64)>, SearchError> {
+) -> Result<Vec<Match>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let matches = readers.run(store, sqls.to_vec(), restricted, move |conn, sql| {
-        query_rows(conn, sql, &params, |row| Ok((row.get(0)?, row.get(1)?)))
+    let jobs: Vec<(usize, String)> = sqls.iter().cloned().enumerate().collect();
+    let matches = readers.run(store, jobs, restricted, move |conn, (shard, sql)| {
+        scored(conn, *shard, sql, &params)
     })?;
     Ok(matches)
 }
 
-/// Scored matches (chunk id, bm25): best first, ties newest first. A chunk
-/// is in one shard, so no two matches tie on both, and an unstable sort
-/// gives the one order.
-fn best_bm25_first(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
-    a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))
+/// Matches by the best score their weight allows, best first, ties newest
+/// first. A row is in one shard, so no two matches tie on both, and an
+/// unstable sort gives the one order.
+fn best_first(a: &Match, b: &Match) -> std::cmp::Ordering {
+    a.best.total_cmp(&b.best).then(b.id.cmp(&a.id))
 }
 
 /// A match in `Weighing`'s heap, which pops the greatest: the best
 /// (`best_bm25_first`) is the greatest.
 #[derive(Clone, Copy)]
-struct Best((i64, f64));
+struct Best(Match);
 
 impl Ord for Best {
     fn cmp(&self, other: &Best) -> std::cmp::Ordering {
-        best_bm25_first(&other.0, &self.0)
+        best_first(&other.0, &self.0)
     }
 }
 
@@ -102,8 +129,8 @@ impl Eq for Best {}
 
 /// The shards' matches on their way through `weigh`.
 pub(super) struct Weighing {
-    /// The matches taken in order so far, best bm25 first.
-    matches: Vec<(i64, f64)>,
+    /// The matches taken in order so far, best first (`best_first`).
+    matches: Vec<Match>,
     /// The others, all worse, in a heap: `weigh` usually settles the top
     /// within a common word's first hundred matches of thousands, so they
     /// are ordered only as they are taken. Sorting them all, or selecting
@@ -117,7 +144,7 @@ pub(super) struct Weighing {
 
 impl Weighing {
     /// Every shard's matches, in any order.
-    pub fn new(matches: Vec<(i64, f64)>) -> Weighing {
+    pub fn new(matches: Vec<Match>) -> Weighing {
         Weighing {
             matches: Vec::new(),
             rest: matches.into_iter().map(Best).collect(),
@@ -145,11 +172,12 @@ impl Weighing {
 /// The best `limit` entries once their matches are weighted by kind and
 /// filtered (each entry's best chunk: score, then newest first). The
 /// matches' chunks are looked up in the main file (`lookup`, which applies
-/// the filters) in bm25 order, in batches (`batch_size`), and only until no
-/// later match can enter the top: a weight is at most 1 and bm25 is
-/// negative, so a match scores at best its bm25, and once that is worse
-/// than the `limit`-th entry's score, no later match can displace an entry
-/// or improve one of them. Joining every match to `chunks` cost a random
+/// the filters) best first, in batches (`batch_size`), and only until no
+/// later match can enter the top: bm25 is negative and a match's weight is
+/// at most what its shard records for its row (1 when not known), so a
+/// match scores at best its `best`, and once that is worse than the
+/// `limit`-th entry's score, no later match can displace an entry or
+/// improve one of them. Joining every match to `chunks` cost a random
 /// page read per match: most of the ranking of a common word's 5,000-match
 /// window (docs/search.md, "How the top is found").
 /// Big batches (filters that reject most matches) are split over the
@@ -171,8 +199,8 @@ pub(super) fn weigh(
         weighing.sort_through(weighing.next + 1);
         let settled = match weighing.matches.get(weighing.next) {
             None => true,
-            Some(&(_, bm25)) => {
-                top.len() == limit && top.last().is_some_and(|worst| bm25 > worst.score)
+            Some(next) => {
+                top.len() == limit && top.last().is_some_and(|worst| next.best > worst.score)
             }
         };
         if settled {
@@ -182,7 +210,7 @@ pub(super) fn weigh(
         weighing.sort_through(end);
         let bm25s: HashMap<i64, f64> = weighing.matches[weighing.next..end]
             .iter()
-            .copied()
+            .map(|found| (found.id, found.bm25))
             .collect();
         // In id order: neighbouring chunks share B-tree pages.
         let mut ids: Vec<i64> = bm25s.keys().copied().collect();
@@ -278,7 +306,6 @@ fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
 mod tests {
     use super::*;
 
-    #[cfg(feature = "postgres")]
     #[test]
     fn kind_weight_is_the_sqls() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
@@ -313,11 +340,18 @@ mod tests {
     #[test]
     fn matches_sorted_in_steps_are_in_the_full_order() {
         // Scores with ties (decided by chunk id), in a scrambled order.
-        let matches: Vec<(i64, f64)> = (0..500_i64)
-            .map(|i| ((i * 7919) % 1000, -f64::from(((i * 31) % 17) as i32)))
+        let matches: Vec<Match> = (0..500_i64)
+            .map(|i| {
+                let bm25 = -f64::from(((i * 31) % 17) as i32);
+                Match {
+                    id: (i * 7919) % 1000,
+                    bm25,
+                    best: bm25 * [0.5, 0.7, 1.0][(i % 3) as usize],
+                }
+            })
             .collect();
         let mut full = matches.clone();
-        full.sort_by(best_bm25_first);
+        full.sort_by(best_first);
         for steps in [
             &[1, 2, 3, 50, 500][..],
             &[56, 168, 392, 840],

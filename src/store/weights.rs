@@ -1,0 +1,314 @@
+//! The most a full-text row's score can be weighed by, kept in its shard
+//! beside its length (`lengths`), so that ranking needs fewer lookups in
+//! the main file.
+//!
+//! A search weighs each match's bm25 by the kind of its chunk (a tool
+//! result half as much as a message: `KIND_WEIGHTS`), which only the main
+//! file's `chunks` tells, at a page read or two per match. `weigh` looks
+//! matches up best first until no later one can enter the top; with the
+//! weight unknown it must assume 1, and a common word's top, mostly tool
+//! results, settled only after hundreds of lookups (docs/search.md). Here
+//! each row has the highest weight of the chunks that point at it: an
+//! entry's own chunk, or every chunk whose text is that shared text.
+//!
+//! A row's byte (`Weight`) is raised, never lowered: when a later chunk
+//! points at a shared text with a higher weight, and after a kill by the
+//! catch-up, which sends the weights of every chunk above a shard's mark
+//! again. A deleted chunk's weight stays, which keeps it an upper bound
+//! (ids are never used again). 0 means not known (a shard written before
+//! this table, until the next sync fills it): weight 1, as before.
+//!
+//! Blocks are laid out as the lengths' are: `SLOTS` bytes per row of
+//! `weights(block, kinds)`, a row's slot at `lengths::locate`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::lengths::{SLOTS, locate};
+
+/// `CREATE TABLE` of the weights.
+pub(super) const CREATE_SQL: &str = "CREATE TABLE weights(
+  block INTEGER PRIMARY KEY, -- (id / shards) / 1000
+  kinds BLOB NOT NULL        -- 1000 bytes: 0 unknown, 1 weight 0.5, 2 weight 0.7, 3 weight 1
+);";
+
+/// A row's weight class, as stored: a higher byte is a higher weight.
+pub type Weight = u8;
+
+/// The weight of a chunk of `kind`: the Rust side of `KIND_WEIGHTS`
+/// (`query::search::weigh`), which a test keeps equal to it.
+pub fn kind_weight(kind: &str) -> f64 {
+    match kind {
+        "user" | "assistant" | "summary" => 1.0,
+        "tool_result" => 0.5,
+        _ => 0.7,
+    }
+}
+
+/// The class stored for a chunk of `kind`.
+pub fn class_of(kind: &str) -> Weight {
+    match kind_weight(kind) {
+        w if w >= 1.0 => 3,
+        w if w >= 0.7 => 2,
+        _ => 1,
+    }
+}
+
+/// The most a row of class `class` can be weighed by; 1 when not known.
+pub fn bound(class: Weight) -> f64 {
+    match class {
+        1 => 0.5,
+        2 => 0.7,
+        _ => 1.0,
+    }
+}
+
+/// The class in slot `slot` of a block; 0 when the block is not of this
+/// layout's size.
+fn read_slot(kinds: &[u8], slot: usize) -> Weight {
+    if kinds.len() != SLOTS as usize {
+        return 0;
+    }
+    kinds.get(slot).copied().unwrap_or(0)
+}
+
+/// Raises the stored class of each `(row id, class)` to at least its
+/// class. Runs inside the caller's transaction.
+pub(super) fn raise(
+    conn: &Connection,
+    shards: i64,
+    weights: &[(i64, Weight)],
+) -> rusqlite::Result<()> {
+    let mut blocks: BTreeMap<i64, Vec<(usize, Weight)>> = BTreeMap::new();
+    for &(id, class) in weights {
+        let (block, slot) = locate(id, shards);
+        blocks.entry(block).or_default().push((slot, class));
+    }
+    let mut read = conn.prepare_cached("SELECT kinds FROM weights WHERE block = ?1")?;
+    let mut write =
+        conn.prepare_cached("INSERT OR REPLACE INTO weights(block, kinds) VALUES (?1, ?2)")?;
+    for (block, slots) in blocks {
+        let stored: Option<Vec<u8>> = read
+            .query_row([block], |row| {
+                Ok(row.get_ref(0)?.as_blob().map(<[u8]>::to_vec).ok())
+            })
+            .optional()?
+            .flatten();
+        // A block that is not of this layout (a damaged shard) starts anew.
+        let mut kinds = stored
+            .filter(|kinds| kinds.len() == SLOTS as usize)
+            .unwrap_or_else(|| vec![0; SLOTS as usize]);
+        let mut changed = false;
+        for (slot, class) in slots {
+            if let Some(stored) = kinds.get_mut(slot)
+                && *stored < class
+            {
+                *stored = class;
+                changed = true;
+            }
+        }
+        if changed {
+            write.execute(params![block, kinds])?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the shard on `conn` has its weights table.
+pub(super) fn has_table(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'weights'",
+        [],
+        |row| row.get(0),
+    )
+}
+
+/// The weight of every chunk of the main file up to id `upto` whose row is
+/// in shard `shard` of `shards`: `(row id, class)`, a shared text's row
+/// once per chunk pointing at it.
+pub fn of_chunks(
+    main: &Connection,
+    shard: usize,
+    shards: usize,
+    upto: i64,
+) -> rusqlite::Result<Vec<(i64, Weight)>> {
+    let mut stmt = main.prepare(
+        "SELECT coalesce(fts_rowid, chunk_id), kind FROM chunks
+          WHERE coalesce(fts_rowid, chunk_id) % ?2 = ?1 AND chunk_id <= ?3",
+    )?;
+    let rows = stmt.query_map(params![shard as i64, shards as i64, upto], chunk_weight)?;
+    rows.collect()
+}
+
+/// A `SELECT row id, kind` row of `chunks`: the row and its chunk's class
+/// (a kind that is not text weighs as `KIND_WEIGHTS`' ELSE).
+pub(super) fn chunk_weight(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Weight)> {
+    let kind = row
+        .get_ref(1)?
+        .as_str_or_null()
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Ok((row.get(0)?, class_of(kind)))
+}
+
+/// The classes of one query's matches in a shard attached as `schema`,
+/// from the blocks their ids span, read at once: a common word's matches
+/// newest first fill a few dozen blocks. (Asked of an FTS5 function per
+/// row, the class cost a search a tenth more instructions.)
+pub struct Classes {
+    shards: i64,
+    blocks: HashMap<i64, Vec<u8>>,
+}
+
+impl Classes {
+    /// The blocks of `ids` in the shard attached as `schema` (a name of
+    /// piidx's own, `fts<k>`); none when it has no weights table yet.
+    pub fn read(conn: &Connection, schema: &str, ids: &[i64]) -> rusqlite::Result<Classes> {
+        let mut classes = Classes {
+            shards: 1,
+            blocks: HashMap::new(),
+        };
+        let (Some(&low), Some(&high)) = (ids.iter().min(), ids.iter().max()) else {
+            return Ok(classes);
+        };
+        let has_table: bool = conn.query_row(
+            &format!(
+                "SELECT count(*) > 0 FROM \"{schema}\".sqlite_schema
+                  WHERE type = 'table' AND name = 'weights'"
+            ),
+            [],
+            |row| row.get(0),
+        )?;
+        let shards: Option<i64> = conn
+            .query_row(
+                &format!("SELECT shards FROM \"{schema}\".shard"),
+                [],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let (true, Some(shards)) = (has_table, shards) else {
+            return Ok(classes);
+        };
+        classes.shards = shards;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT block, kinds FROM \"{schema}\".weights WHERE block BETWEEN ?1 AND ?2"
+        ))?;
+        let blocks = stmt.query_map([locate(low, shards).0, locate(high, shards).0], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+        classes.blocks = blocks.collect::<rusqlite::Result<_>>()?;
+        Ok(classes)
+    }
+
+    /// The class of row `id`: 0 (not known) when its block was not read.
+    pub fn of(&self, id: i64) -> Weight {
+        let (block, slot) = locate(id, self.shards);
+        self.blocks
+            .get(&block)
+            .map_or(0, |kinds| read_slot(kinds, slot))
+    }
+}
+
+/// How many of the shard's rows are weighed below a chunk pointing at them
+/// or not at all (`weights`: every chunk's, from `of_chunks`); `None` when
+/// the shard has no weights table yet. Any is a fault: a search could miss
+/// a hit.
+pub fn below(
+    conn: &Connection,
+    shards: i64,
+    weights: &[(i64, Weight)],
+) -> rusqlite::Result<Option<i64>> {
+    if !has_table(conn)? {
+        return Ok(None);
+    }
+    let blocks: HashMap<i64, Vec<u8>> = conn
+        .prepare("SELECT block, kinds FROM weights")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut wrong = 0;
+    for &(id, class) in weights {
+        let (block, slot) = locate(id, shards);
+        // 0 (not known) reads as the highest weight, but a sync records
+        // every chunk's: one missing is a fault all the same.
+        let stored = blocks.get(&block).map_or(0, |kinds| read_slot(kinds, slot));
+        if stored < class {
+            wrong += 1;
+        }
+    }
+    Ok(Some(wrong))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(CREATE_SQL).unwrap();
+        conn
+    }
+
+    fn stored(conn: &Connection, id: i64, shards: i64) -> Weight {
+        let (block, slot) = locate(id, shards);
+        conn.query_row(
+            "SELECT kinds FROM weights WHERE block = ?1",
+            [block],
+            |row| Ok(read_slot(row.get_ref(0)?.as_blob()?, slot)),
+        )
+        .optional()
+        .unwrap()
+        .unwrap_or(0)
+    }
+
+    #[test]
+    fn classes_order_as_the_weights() {
+        for (low, high) in [
+            ("tool_result", "bash"),
+            ("bash", "user"),
+            ("tool_result", "user"),
+        ] {
+            assert!(class_of(low) < class_of(high));
+            assert!(bound(class_of(low)) < bound(class_of(high)));
+        }
+        for kind in [
+            "user",
+            "assistant",
+            "summary",
+            "tool_result",
+            "thinking",
+            "x",
+        ] {
+            assert_eq!(bound(class_of(kind)), kind_weight(kind), "{kind}");
+        }
+        assert_eq!(bound(0), 1.0);
+    }
+
+    #[test]
+    fn a_class_is_raised_never_lowered() {
+        let conn = shard();
+        raise(&conn, 2, &[(10, 1), (12, 2), (2_001, 1)]).unwrap();
+        raise(&conn, 2, &[(10, 3), (12, 1)]).unwrap();
+        assert_eq!(stored(&conn, 10, 2), 3);
+        assert_eq!(stored(&conn, 12, 2), 2);
+        // Id 2,001 is the shard's 1,000th row: the next block.
+        assert_eq!(stored(&conn, 2_001, 2), 1);
+        assert_eq!(stored(&conn, 14, 2), 0);
+        assert_eq!(
+            below(&conn, 2, &[(10, 3), (12, 2), (2_001, 1)]).unwrap(),
+            Some(0)
+        );
+        assert_eq!(below(&conn, 2, &[(12, 3), (14, 1)]).unwrap(), Some(2));
+    }
+
+    #[test]
+    fn a_damaged_block_reads_as_unknown_and_is_written_anew() {
+        let conn = shard();
+        conn.execute("INSERT INTO weights VALUES (0, x'0102')", [])
+            .unwrap();
+        assert_eq!(stored(&conn, 0, 1), 0);
+        raise(&conn, 1, &[(1, 2)]).unwrap();
+        assert_eq!((stored(&conn, 0, 1), stored(&conn, 1, 1)), (0, 2));
+    }
+}
