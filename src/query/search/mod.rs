@@ -56,9 +56,11 @@ pub use syntax::as_you_type;
 /// How long a search may run when its options give no budget of their
 /// own: every search is bounded, whichever front-end asks.
 pub const SEARCH_BUDGET: Duration = Duration::from_secs(10);
-use stage::{Stage1, rank_window};
+/// `KIND_WEIGHTS` for one kind, for the team store's search, which ranks
+/// in the client.
 #[cfg(feature = "postgres")]
-pub(crate) use weigh::kind_weight;
+pub(crate) use crate::store::weights::kind_weight;
+use stage::{Stage1, rank_window};
 use weigh::{Match, rank_sql};
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.

@@ -19,11 +19,6 @@ pub(super) const KIND_WEIGHTS: &str =
     "CASE c.kind WHEN 'user' THEN 1.0 WHEN 'assistant' THEN 1.0 WHEN 'summary' THEN 1.0
      WHEN 'tool_result' THEN 0.5 ELSE 0.7 END";
 
-/// `KIND_WEIGHTS` for one kind: what the shards record as a row's most
-/// (`weights`), and what the team store's search, which ranks in the
-/// client, weighs by.
-pub(crate) use crate::store::weights::kind_weight;
-
 /// A stage-1 row: a matching chunk, its score and timestamp.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ranked {
@@ -78,8 +73,9 @@ pub(super) struct Match {
     pub best: f64,
 }
 
-/// Every shard's scored matches, in no order (`Weighing` orders them). `restricted`: the queries keep the chunks of some
-/// sessions only, which they read in the index.
+/// Every shard's scored matches, in no order (`Weighing` orders them).
+/// `restricted`: the queries keep the chunks of some sessions only, which
+/// they read in the index.
 pub(super) fn shard_matches(
     store: &Index,
     readers: &ShardReaders,
@@ -103,7 +99,7 @@ fn best_first(a: &Match, b: &Match) -> std::cmp::Ordering {
 }
 
 /// A match in `Weighing`'s heap, which pops the greatest: the best
-/// (`best_bm25_first`) is the greatest.
+/// (`best_first`) is the greatest.
 #[derive(Clone, Copy)]
 struct Best(Match);
 
@@ -306,6 +302,10 @@ fn by_score(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
 mod tests {
     use super::*;
 
+    use crate::store::weights::kind_weight;
+
+    /// The shards' weights (`store::weights`) and the team store's search
+    /// weigh as the SQL does.
     #[test]
     fn kind_weight_is_the_sqls() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
