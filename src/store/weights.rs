@@ -159,7 +159,10 @@ pub(super) fn chunk_weight(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, We
 /// row, the class cost a search a tenth more instructions.)
 pub struct Classes {
     shards: i64,
-    blocks: HashMap<i64, Vec<u8>>,
+    /// The first block read, and the blocks from it on (empty where the
+    /// shard has none): a lookup per match, without hashing.
+    first: i64,
+    blocks: Vec<Vec<u8>>,
 }
 
 impl Classes {
@@ -168,45 +171,51 @@ impl Classes {
     pub fn read(conn: &Connection, schema: &str, ids: &[i64]) -> rusqlite::Result<Classes> {
         let mut classes = Classes {
             shards: 1,
-            blocks: HashMap::new(),
+            first: 0,
+            blocks: Vec::new(),
         };
         let (Some(&low), Some(&high)) = (ids.iter().min(), ids.iter().max()) else {
             return Ok(classes);
         };
-        let has_table: bool = conn.query_row(
-            &format!(
-                "SELECT count(*) > 0 FROM \"{schema}\".sqlite_schema
-                  WHERE type = 'table' AND name = 'weights'"
-            ),
-            [],
-            |row| row.get(0),
-        )?;
-        let shards: Option<i64> = conn
-            .query_row(
-                &format!("SELECT shards FROM \"{schema}\".shard"),
-                [],
-                |row| row.get(0),
-            )
-            .optional()?;
-        let (true, Some(shards)) = (has_table, shards) else {
+        let (shards, has_table): (Option<i64>, bool) = conn
+            .prepare_cached(&format!(
+                "SELECT (SELECT shards FROM \"{schema}\".shard),
+                        EXISTS (SELECT 1 FROM \"{schema}\".sqlite_schema
+                                 WHERE type = 'table' AND name = 'weights')"
+            ))?
+            .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        let (Some(shards), true) = (shards, has_table) else {
             return Ok(classes);
         };
+        let (first, last) = (locate(low, shards).0, locate(high, shards).0);
         classes.shards = shards;
+        classes.first = first;
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT block, kinds FROM \"{schema}\".weights WHERE block BETWEEN ?1 AND ?2"
         ))?;
-        let blocks = stmt.query_map([locate(low, shards).0, locate(high, shards).0], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?;
-        classes.blocks = blocks.collect::<rusqlite::Result<_>>()?;
+        let mut rows = stmt.query([first, last])?;
+        while let Some(row) = rows.next()? {
+            let block: i64 = row.get(0)?;
+            let Ok(at) = usize::try_from(block - first) else {
+                continue;
+            };
+            if classes.blocks.len() <= at {
+                classes.blocks.resize(at + 1, Vec::new());
+            }
+            // A block that is not a blob (a damaged shard) reads as unknown.
+            if let Ok(Some(kinds)) = row.get_ref(1)?.as_blob_or_null() {
+                classes.blocks[at] = kinds.to_vec();
+            }
+        }
         Ok(classes)
     }
 
     /// The class of row `id`: 0 (not known) when its block was not read.
     pub fn of(&self, id: i64) -> Weight {
         let (block, slot) = locate(id, self.shards);
-        self.blocks
-            .get(&block)
+        usize::try_from(block - self.first)
+            .ok()
+            .and_then(|at| self.blocks.get(at))
             .map_or(0, |kinds| read_slot(kinds, slot))
     }
 }
@@ -300,6 +309,28 @@ mod tests {
             Some(0)
         );
         assert_eq!(below(&conn, 2, &[(12, 3), (14, 1)]).unwrap(), Some(2));
+    }
+
+    #[test]
+    fn a_querys_classes_are_read_from_the_blocks_its_ids_span() {
+        let conn = shard();
+        conn.execute_batch(
+            "CREATE TABLE shard(shards INTEGER NOT NULL); INSERT INTO shard VALUES (2);",
+        )
+        .unwrap();
+        // Ids 1, 3, ... of shard 1: blocks 0 and 2 written, block 1 damaged.
+        raise(&conn, 2, &[(1, 3), (1_999, 1), (4_001, 2)]).unwrap();
+        conn.execute("INSERT INTO weights VALUES (1, 'text')", [])
+            .unwrap();
+        let ids = [4_001, 1, 2_001, 1_999, 5_999];
+        let classes = Classes::read(&conn, "main", &ids).unwrap();
+        let got: Vec<Weight> = ids.iter().map(|&id| classes.of(id)).collect();
+        assert_eq!(got, [2, 3, 0, 1, 0]);
+        // Ids outside the blocks read, and a shard without the table: unknown.
+        assert_eq!(classes.of(9_001), 0);
+        conn.execute_batch("DROP TABLE weights").unwrap();
+        let classes = Classes::read(&conn, "main", &ids).unwrap();
+        assert!(ids.iter().all(|&id| classes.of(id) == 0));
     }
 
     #[test]
