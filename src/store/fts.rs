@@ -96,7 +96,7 @@ fn add_weights(
     shard: usize,
     shards: usize,
 ) -> rusqlite::Result<()> {
-    if super::weights::has_table(conn)? {
+    if super::has_table(conn, "weights")? {
         return Ok(());
     }
     let weights = super::weights::of_chunks(main, shard, shards, i64::MAX)?;

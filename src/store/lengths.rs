@@ -158,11 +158,7 @@ pub(super) fn add_missing(conn: &Connection, shards: i64) -> rusqlite::Result<()
 }
 
 fn has_lengths(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-        [format!("{table}_lengths")],
-        |row| row.get(0),
-    )
+    super::has_table(conn, &format!("{table}_lengths"))
 }
 
 /// How many of `table`'s rows have a length slot that differs from their

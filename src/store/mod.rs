@@ -552,6 +552,16 @@ pub(crate) fn roll_back(path: &Path) -> Result<()> {
         .map_err(sqlite_error(path))
 }
 
+/// Whether the database on `conn` has table `name` (a shard's tables
+/// added by later layouts: `lengths`, `weights`).
+fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        [name],
+        |row| row.get(0),
+    )
+}
+
 fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     move |source| classify(path, source)
 }

@@ -115,15 +115,6 @@ pub(super) fn raise(
     Ok(())
 }
 
-/// Whether the shard on `conn` has its weights table.
-pub(super) fn has_table(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'weights'",
-        [],
-        |row| row.get(0),
-    )
-}
-
 /// The weight of every chunk of the main file up to id `upto` whose row is
 /// in shard `shard` of `shards`: `(row id, class)`, a shared text's row
 /// once per chunk pointing at it.
@@ -229,7 +220,7 @@ pub fn below(
     shards: i64,
     weights: &[(i64, Weight)],
 ) -> rusqlite::Result<Option<i64>> {
-    if !has_table(conn)? {
+    if !super::has_table(conn, "weights")? {
         return Ok(None);
     }
     let blocks: HashMap<i64, Vec<u8>> = conn
