@@ -119,7 +119,7 @@ impl Global {
     }
 }
 
-/// Asking the team store in PostgreSQL instead of the index (`piidx push`).
+// Asking the team store in PostgreSQL instead of the index (`piidx push`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PgArgs {
     /// Answer from the team store at this postgres:// URL (what `piidx push` sent there) instead of the index
@@ -130,7 +130,7 @@ pub struct PgArgs {
     pub machine: Option<String>,
 }
 
-/// How a listing command prints.
+// How a listing command prints.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ListArgs {
     /// Print a JSON array
@@ -155,7 +155,7 @@ impl ListArgs {
     }
 }
 
-/// `--json` and `--csv`, for a command whose `--limit` is in its request.
+// `--json` and `--csv`, for a command whose `--limit` is in its request.
 #[derive(Debug, clap::Args)]
 pub struct FormatArgs {
     /// Print a JSON array

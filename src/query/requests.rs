@@ -20,7 +20,7 @@ use super::tools::{ToolsBy, ToolsQuery};
 use super::tree::{SessionTree, ViewError};
 use super::usage::{GroupBy, UsageOptions};
 
-/// `piidx sessions`, `/api/sessions`, MCP's `list_sessions`.
+// `piidx sessions`, `/api/sessions`, MCP's `list_sessions`.
 #[derive(Debug, Clone, Default, Args, Serialize, Deserialize, JsonSchema)]
 pub struct SessionsRequest {
     /// Sessions whose modified time is in --since/--until
@@ -53,8 +53,8 @@ impl SessionsRequest {
     }
 }
 
-/// `piidx usage`, `/api/usage`, MCP's `usage` (`--prices`, a file, is the
-/// CLI's alone).
+// `piidx usage`, `/api/usage`, MCP's `usage` (`--prices`, a file, is the
+// CLI's alone).
 #[derive(Debug, Clone, Default, Args, Serialize, Deserialize, JsonSchema)]
 pub struct UsageRequest {
     /// Group rows by
@@ -90,7 +90,7 @@ impl UsageRequest {
     }
 }
 
-/// `piidx tools`, `/api/tools`.
+// `piidx tools`, `/api/tools`.
 #[derive(Debug, Clone, Default, Args, Serialize, Deserialize, JsonSchema)]
 pub struct ToolsRequest {
     /// Group rows by
@@ -118,9 +118,9 @@ impl ToolsRequest {
     }
 }
 
-/// `piidx subagents`, `/api/subagents`, MCP's `subagent_runs`. The
-/// subagent's name is `subagent` (the CLI's `--agent`, as it always was);
-/// the scope's `agent` is the coding agent, as in every question.
+// `piidx subagents`, `/api/subagents`, MCP's `subagent_runs`. The
+// subagent's name is `subagent` (the CLI's `--agent`, as it always was);
+// the scope's `agent` is the coding agent, as in every question.
 #[derive(Debug, Clone, Default, Args, Serialize, Deserialize, JsonSchema)]
 pub struct SubagentsRequest {
     /// Only runs of this agent (e.g. worker, reviewer, scout)
@@ -158,8 +158,8 @@ impl SubagentsRequest {
     }
 }
 
-/// A session and one branch of it: `piidx show`, `/api/sessions/<id>`,
-/// MCP's `get_session`.
+// A session and one branch of it: `piidx show`, `/api/sessions/<id>`,
+// MCP's `get_session`.
 #[derive(Debug, Clone, Args, Serialize, Deserialize, JsonSchema)]
 pub struct BranchRequest {
     /// Session id, unique id prefix, or session file path

@@ -107,11 +107,11 @@ pub struct Scope {
     pub tz: Tz,
 }
 
-/// A scope as a front-end receives it: the texts the user wrote (command-line
-/// options, serve's query parameters, MCP tool arguments), parsed here so
-/// every front-end reads dates, zones and cwds the same way. The options are
-/// defined here once: the doc comments are the CLI's `--help`, the
-/// `schemars` descriptions MCP's.
+// A scope as a front-end receives it: the texts the user wrote (command-line
+// options, serve's query parameters, MCP tool arguments), parsed here so
+// every front-end reads dates, zones and cwds the same way. The options are
+// defined here once: the doc comments are the CLI's `--help`, the
+// `schemars` descriptions MCP's.
 #[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ScopeText {
