@@ -42,11 +42,11 @@ pub enum Color {
     Never,
 }
 
-// Each subcommand's arguments are built only when it runs (`defer`):
-// building all of them took about as many instructions as a rare word's
-// search spends ranking (docs/performance.md). A deferred subcommand gets its
-// arguments after its own about text, so the structs it flattens keep their
-// descriptions in plain comments: a doc comment there would become its about
+// Each subcommand's arguments are built only when it runs (`defer`): building
+// every subcommand's was work each command did before anything else could
+// start (docs/performance.md). A deferred subcommand gets its arguments after
+// its own about text, so the structs it flattens keep their descriptions in
+// plain comments: a doc comment there would become its about
 // (`subcommands_keep_their_about`).
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
@@ -164,14 +164,14 @@ mod tests {
             let (about, long_about) = (sub.get_about().cloned(), sub.get_long_about().cloned());
             let mut built = sub.clone();
             built.build();
-            assert!(about.is_some(), "{} has no about", sub.get_name());
-            assert_eq!(built.get_about(), about.as_ref(), "{}", sub.get_name());
-            assert_eq!(
-                built.get_long_about(),
-                long_about.as_ref(),
-                "{}",
-                sub.get_name()
+            let name = sub.get_name();
+            let replaced = format!(
+                "{name}'s about was replaced by the doc comment of a struct it flattens: \
+                 make that a plain comment (see `Command`)"
             );
+            assert!(about.is_some(), "{name} has no about");
+            assert_eq!(built.get_about(), about.as_ref(), "{replaced}");
+            assert_eq!(built.get_long_about(), long_about.as_ref(), "{replaced}");
         }
     }
 }
