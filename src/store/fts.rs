@@ -1559,7 +1559,7 @@ fn attach_shard(
         return Err(StoreError::ShardMissing { path });
     }
     let name = shard_schema(shard);
-    if is_attached(conn, &name).map_err(sqlite_error(&path))? {
+    if is_attached(conn, &name) {
         return Ok(name);
     }
     match attach_checked(conn, &path, &name, shard, db_id, immutable) {
@@ -1572,13 +1572,13 @@ fn attach_shard(
     }
 }
 
-fn is_attached(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT count(*) FROM pragma_database_list WHERE name = ?1",
-        [name],
-        |row| row.get::<_, i64>(0),
-    )
-    .map(|n| n > 0)
+/// Whether `conn` has a database named `name`, from SQLite's list of them
+/// (`sqlite3_db_name`): asked through `pragma_database_list`, preparing the
+/// question cost each shard reader more than its shard's other checks.
+fn is_attached(conn: &Connection, name: &str) -> bool {
+    (0..)
+        .map_while(|index| conn.db_name(index).ok())
+        .any(|schema| schema == name)
 }
 
 fn attach_checked(
