@@ -790,17 +790,8 @@ impl Writer {
         drop(rows);
         // The weights of the chunks in the range, shared texts' included: a
         // chunk pointing at an older shared text raises that row's.
-        let weights: Vec<(i64, Weight)> = self
-            .conn
-            .prepare_cached(
-                "SELECT coalesce(fts_rowid, chunk_id), kind FROM chunks
-                  WHERE chunk_id > ?1 AND chunk_id <= ?2",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map([from, to], super::weights::chunk_weight)?
-                    .collect()
-            })
-            .map_err(self.err())?;
+        let weights =
+            super::weights::of_chunks_between(&self.conn, from, to).map_err(self.err())?;
         writers.send(batch, Vec::new(), weights, to)
     }
 
@@ -1573,8 +1564,8 @@ fn attach_shard(
 }
 
 /// Whether `conn` has a database named `name`, from SQLite's list of them
-/// (`sqlite3_db_name`): asked through `pragma_database_list`, preparing the
-/// question cost each shard reader more than its shard's other checks.
+/// (`sqlite3_db_name`): no statement to prepare, which every shard reader
+/// paid when this asked `pragma_database_list`.
 fn is_attached(conn: &Connection, name: &str) -> bool {
     (0..)
         .map_while(|index| conn.db_name(index).ok())

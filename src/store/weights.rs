@@ -132,9 +132,25 @@ pub fn of_chunks(
     rows.collect()
 }
 
+/// The weight of every chunk with an id in `(from, to]`, whichever shard
+/// its row is in (a shard's catch-up after a kill): `(row id, class)`, as
+/// `of_chunks` gives them.
+pub(super) fn of_chunks_between(
+    main: &Connection,
+    from: i64,
+    to: i64,
+) -> rusqlite::Result<Vec<(i64, Weight)>> {
+    let mut stmt = main.prepare_cached(
+        "SELECT coalesce(fts_rowid, chunk_id), kind FROM chunks
+          WHERE chunk_id > ?1 AND chunk_id <= ?2",
+    )?;
+    let rows = stmt.query_map([from, to], chunk_weight)?;
+    rows.collect()
+}
+
 /// A `SELECT row id, kind` row of `chunks`: the row and its chunk's class
 /// (a kind that is not text weighs as `KIND_WEIGHTS`' ELSE).
-pub(super) fn chunk_weight(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Weight)> {
+fn chunk_weight(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Weight)> {
     let kind = row
         .get_ref(1)?
         .as_str_or_null()
@@ -146,8 +162,8 @@ pub(super) fn chunk_weight(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, We
 
 /// The classes of one query's matches in a shard attached as `schema`,
 /// from the blocks their ids span, read at once: a common word's matches
-/// newest first fill a few dozen blocks. (Asked of an FTS5 function per
-/// row, the class cost a search a tenth more instructions.)
+/// newest first fill a few dozen blocks. (An FTS5 function asked per row
+/// cost more than the lookups it saved: docs/performance.md.)
 pub struct Classes {
     shards: i64,
     /// The first block read, and the blocks from it on (empty where the

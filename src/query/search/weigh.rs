@@ -254,11 +254,10 @@ const EVEN_BATCHES: u32 = 5;
 /// The size of `weigh`'s batch `n` (from 0): `first` for the first
 /// `EVEN_BATCHES`, then twice the one before. Each lookup costs a page
 /// read or two, and a common word's top settles within a few hundred
-/// matches (most of them weigh less than 1, which only a lookup tells):
-/// batches doubling from the start looked up to twice what the bench
-/// queries needed (392 lookups where 271 would do, 168 for 99; each batch
-/// is one statement, a few tens of microseconds). A filter that rejects
-/// most matches still reaches thousands in a few more batches.
+/// matches: batches doubling from the start looked up to twice what it
+/// needed, where a batch more is only one more statement
+/// (docs/performance.md). A filter that rejects most matches still
+/// reaches thousands in a few more batches.
 fn batch_size(first: usize, n: u32) -> usize {
     match n.checked_sub(EVEN_BATCHES) {
         None => first,
