@@ -7,7 +7,7 @@
 //! `_output.md` text is searchable through `artifact_fts`. An artifact
 //! `.jsonl` whose header is followed by agent events is recorded as an
 //! `event_stream`. A file is re-read only when its size or mtime changed, and
-//! its row goes when the file goes. Afterwards every subagent link is
+//! its row goes when the file goes. Afterwards the subagent links are
 //! re-derived (`Store::link_subagents`) when rows changed since the last
 //! time (`Writer::links_stale`). When the index redacts, an
 //! artifact's text and metadata are redacted before they are stored (they
@@ -89,7 +89,7 @@ pub fn sync(
                 if let Some(redactor) = redactor {
                     redact_artifact(&mut row, redactor);
                 }
-                store.mark_links_stale()?;
+                store.mark_links_stale(&path)?;
                 store.upsert_artifact(&row)?;
                 report.read += 1;
             }
@@ -101,7 +101,7 @@ pub fn sync(
         .collect();
     for (path, state) in &states {
         if synced.contains(&state.root) && !seen.contains(path) {
-            store.mark_links_stale()?;
+            store.mark_links_stale(path)?;
             store.remove_artifact(state.artifact_id)?;
             report.removed += 1;
             let file = Path::new(path);

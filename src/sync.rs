@@ -245,6 +245,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     let bulk_load = (states.is_empty() || unfinished) && !plan.jobs.is_empty();
     if bulk_load {
         store.begin_bulk_load()?;
+        store.relink_all();
     }
 
     store.begin()?;
@@ -339,6 +340,7 @@ fn open_index(
     let states = store.file_stats()?;
     if options.full || redacts_all(redaction) || mostly_stale(&states) {
         store.start_fts_anew(options.fts_shards)?;
+        store.relink_all();
     } else {
         store.start_fts(options.fts_shards)?;
     }

@@ -333,6 +333,9 @@ pub struct Writer {
     /// `message_fts` was emptied for a full re-read (`empty_message_text`):
     /// no file's messages are deleted from it one by one.
     message_text_emptied: Cell<bool>,
+    /// The files whose rows the subagent links depend on that this writer
+    /// changed since it last derived them (`mark_links_stale`).
+    link_scope: RefCell<subagents::LinkScope>,
     /// `PIIDX_SQL_PROFILE`: the statements' times, written when it closes.
     _sql_profile: Option<profile::SqlProfile>,
 }
@@ -352,6 +355,7 @@ impl Writer {
             message_text_deleted: Cell::new(false),
             message_text_emptied: Cell::new(false),
             pending_messages: Default::default(),
+            link_scope: Default::default(),
             _sql_profile: None,
         }
     }

@@ -2,11 +2,13 @@
 //!
 //! Runs are written with their parent entry (same batch, same transaction).
 //! Artifact files are written by the artifacts pass at the end of a sync,
-//! which then re-derives every link (artifact → run, run → child session
-//! file, child session → parent session) from what the database holds, so
-//! the result never depends on which file was indexed first.
+//! which then re-derives the links (artifact → run, run → child session
+//! file, child session → parent session, omp output → tool result) from
+//! what the database holds, so the result never depends on which file was
+//! indexed first. omp's outputs are linked again only for the sessions
+//! whose files the writer changed (`LinkScope`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::types::ValueRef;
 use rusqlite::{OptionalExtension, params};
@@ -46,6 +48,61 @@ pub struct ArtifactRow {
     /// An omp full tool output (`tool_output`): the session file whose
     /// artifact folder holds it.
     pub session_path: Option<String>,
+}
+
+/// The files a writer changed whose rows subagent links are derived from,
+/// since it last derived them (`Writer::mark_links_stale`).
+///
+/// An omp full output's link depends only on the tool results of its own
+/// session: the session file and the JSONL files in its folder. Relinking
+/// the outputs of the sessions whose files changed, instead of every
+/// output, makes a sync after one appended line cost what the line costs,
+/// not what the index holds (`link_tool_outputs`).
+#[derive(Debug, Default)]
+pub(super) struct LinkScope {
+    /// Whether `meta.links_stale` was looked at before this writer's
+    /// first mark.
+    checked: bool,
+    /// Every link is derived again: a mark this writer did not make was
+    /// there (a sync killed before it relinked), so which files changed is
+    /// unknown; or the sync reads nearly every file (`Writer::relink_all`).
+    everything: bool,
+    /// The files this writer changed, and the session files whose folders
+    /// hold them: the sessions whose outputs may now link elsewhere.
+    sessions: BTreeSet<String>,
+}
+
+impl LinkScope {
+    pub(super) fn checked(&self) -> bool {
+        self.checked
+    }
+
+    pub(super) fn checked_mark(&mut self, left_before: bool) {
+        self.checked = true;
+        self.everything |= left_before;
+    }
+
+    pub(super) fn everything(&mut self) {
+        self.checked = true;
+        self.everything = true;
+    }
+
+    /// A file whose rows changed: the sessions it is part of.
+    pub(super) fn touch(&mut self, path: &str) {
+        // A path already here was either touched, or is a session above one
+        // that was: the sessions above it are here too.
+        if !self.sessions.contains(path) {
+            self.sessions.insert(path.to_owned());
+            self.sessions.extend(session_files_above(path));
+        }
+    }
+
+    /// Whether every link must be derived again. A writer that never
+    /// marked may still find a mark (left by a sync killed before it
+    /// relinked), and knows nothing of what changed.
+    fn covers_everything(&self) -> bool {
+        !self.checked || self.everything
+    }
 }
 
 impl Writer {
@@ -387,7 +444,10 @@ impl Writer {
                                           r.artifact_meta_path, r.artifact_transcript_path) DESC,
                                r.run_rowid
                       LIMIT 1)
-               FROM subagent_artifacts a",
+               FROM subagent_artifacts a
+              -- An omp full output is never a run's (the subquery finds
+              -- none): only one that has a run is looked at, to clear it.
+              WHERE a.kind <> 'tool_output' OR a.run_rowid IS NOT NULL",
             "UPDATE subagent_artifacts
                 SET run_rowid = (SELECT l.run_rowid FROM temp_artifact_links l
                                   WHERE l.artifact_id = subagent_artifacts.artifact_id)
@@ -473,7 +533,25 @@ impl Writer {
     /// The texts are read, and inflated, only for the results an output
     /// that no result names by number may be linked to.
     fn link_tool_outputs(&self) -> Result<()> {
-        let sql = tool_output_links();
+        let scope = self.link_scope.borrow();
+        let sql = if scope.covers_everything() {
+            tool_output_links(OutputScope::All)
+        } else {
+            self.conn
+                .execute_batch(
+                    "CREATE TEMP TABLE IF NOT EXISTS temp_link_scope(path TEXT PRIMARY KEY) WITHOUT ROWID;
+                     DELETE FROM temp_link_scope;",
+                )
+                .map_err(self.err())?;
+            let mut insert = self
+                .conn
+                .prepare_cached("INSERT INTO temp_link_scope(path) VALUES (?1)")
+                .map_err(self.err())?;
+            for path in &scope.sessions {
+                insert.execute([path]).map_err(self.err())?;
+            }
+            tool_output_links(OutputScope::Changed)
+        };
         for statement in &sql.gather {
             self.conn.execute_batch(statement).map_err(self.err())?;
         }
@@ -607,7 +685,25 @@ struct OutputLinkSql {
     link: [String; 4],
 }
 
-fn tool_output_links() -> OutputLinkSql {
+/// Which outputs `link_tool_outputs` links again.
+#[derive(Clone, Copy)]
+enum OutputScope {
+    All,
+    /// Those of the sessions in `temp_link_scope` (`LinkScope`).
+    Changed,
+}
+
+impl OutputScope {
+    /// SQL: `session_path` (a column of `subagent_artifacts`) is in scope.
+    fn holds(self, session_path: &str) -> String {
+        match self {
+            OutputScope::All => "1".to_owned(),
+            OutputScope::Changed => format!("{session_path} IN temp.temp_link_scope"),
+        }
+    }
+}
+
+fn tool_output_links(scope: OutputScope) -> OutputLinkSql {
     // Where `t` may name `a`: its session's own file, or a JSONL file in
     // that session's folder. Asked apart, each is one index range (an OR
     // of the two was not).
@@ -669,11 +765,12 @@ fn tool_output_links() -> OutputLinkSql {
                     CAST(json_extract(e.raw, '$.message.details.meta.limits.columnTruncated.artifactId')
                          AS TEXT)
                FROM (SELECT DISTINCT session_path FROM subagent_artifacts
-                      WHERE kind = 'tool_output' AND session_path IS NOT NULL) a
+                      WHERE kind = 'tool_output' AND session_path IS NOT NULL AND {}) a
                CROSS JOIN files t ON {OWN_FILE} OR ({in_folder})
                CROSS JOIN entries e ON e.file_id = t.file_id
                CROSS JOIN message_meta mm ON mm.entry_rowid = e.entry_rowid AND mm.role = 'toolResult'
-              WHERE json_valid(e.raw)"
+              WHERE json_valid(e.raw)",
+            scope.holds("session_path")
         ),
         // `artifact://<N>` in a result's text: output number → result.
         "CREATE TEMP TABLE IF NOT EXISTS temp_text_refs(
@@ -688,7 +785,7 @@ fn tool_output_links() -> OutputLinkSql {
     let texts = format!(
         "WITH unnamed(session_path) AS (
            SELECT DISTINCT a.session_path FROM subagent_artifacts a
-            WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL
+            WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL AND {}
               AND {} IS NULL AND {} IS NULL),
          results(entry_rowid) AS (
            SELECT t.entry_rowid FROM unnamed a CROSS JOIN temp_tool_results t ON {OWN_FILE}
@@ -700,6 +797,7 @@ fn tool_output_links() -> OutputLinkSql {
          SELECT r.entry_rowid, t.text, t.is_json, t.deflated, t.text_len FROM results r
            JOIN shared_refs sr ON sr.entry_rowid = r.entry_rowid
            JOIN shared_texts t ON t.text_id = sr.text_id",
+        scope.holds("a.session_path"),
         by_number(OWN_FILE),
         by_number(&in_folder),
     );
@@ -710,11 +808,13 @@ fn tool_output_links() -> OutputLinkSql {
         format!(
             "INSERT INTO temp_output_links(artifact_id, entry_rowid)
              SELECT a.artifact_id, coalesce({}, {}, {}, {})
-               FROM subagent_artifacts a WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL",
+               FROM subagent_artifacts a
+              WHERE a.kind = 'tool_output' AND a.session_path IS NOT NULL AND {}",
             by_number(OWN_FILE),
             by_number(&in_folder),
             by_text(OWN_FILE),
             by_text(&in_folder),
+            scope.holds("a.session_path"),
         ),
         "UPDATE subagent_artifacts
             SET entry_rowid = (SELECT l.entry_rowid FROM temp_output_links l
@@ -948,11 +1048,22 @@ mod tests {
 
     /// The links are found from the outputs' sessions and by the outputs'
     /// numbers: no step reads every tool result of the index, or every
-    /// result of a folder for each output named by its number.
+    /// result of a folder for each output named by its number; linking all
+    /// outputs or those of the sessions a sync changed alike.
     #[test]
     fn outputs_are_linked_from_their_sessions_by_number() {
+        for scope in [super::OutputScope::All, super::OutputScope::Changed] {
+            outputs_of_scope_are_linked_by_number(scope);
+        }
+    }
+
+    fn outputs_of_scope_are_linked_by_number(scope: super::OutputScope) {
         let (_dir, writer) = index(&[], &[]);
-        let sql = super::tool_output_links();
+        writer
+            .conn
+            .execute_batch("CREATE TEMP TABLE temp_link_scope(path TEXT PRIMARY KEY) WITHOUT ROWID")
+            .unwrap();
+        let sql = super::tool_output_links(scope);
         let statements: Vec<&String> = sql.gather.iter().chain(&sql.link).collect();
         let is_insert = |s: &&&String| s.trim_start().starts_with("INSERT");
         for statement in statements.iter().filter(|s| !is_insert(s)) {

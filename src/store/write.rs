@@ -73,8 +73,8 @@ impl Writer {
         if let FileStatus::Unreadable(_) = batch.status {
             return Ok(WriteStats::default());
         }
-        self.mark_links_stale()?;
         let path = batch.target.path.to_string_lossy();
+        self.mark_links_stale(&path)?;
         let existing = self.file_id(&path)?;
         if let (true, Some(file_id)) = (batch.reset, existing) {
             self.delete_file_rows(file_id)?;
@@ -121,7 +121,9 @@ impl Writer {
 
     /// Forgets a file that no longer exists, or marks it deleted.
     pub fn remove_file(&self, file_id: i64, keep_rows: bool) -> Result<()> {
-        self.mark_links_stale()?;
+        if let Some(path) = self.path_of(file_id)? {
+            self.mark_links_stale(&path)?;
+        }
         if keep_rows {
             self.conn
                 .execute(
@@ -140,16 +142,33 @@ impl Writer {
     }
 
     /// Notes, in the open transaction, that rows the subagent links are
-    /// derived from changed: the artifacts pass then derives them again
+    /// derived from changed, those of the file at `path` (a session file or
+    /// an artifact): the artifacts pass then derives them again
     /// (`links_stale`). Kept in `meta` rather than in memory, so that a
     /// sync killed after committing rows but before relinking leaves the
-    /// mark for the next one, which may find nothing else to do.
-    pub fn mark_links_stale(&self) -> Result<()> {
+    /// mark for the next one, which may find nothing else to do. The path
+    /// is kept in memory (`LinkScope`): the links that depend on no file
+    /// this writer changed are not derived again.
+    pub fn mark_links_stale(&self, path: &str) -> Result<()> {
+        if !self.link_scope.borrow().checked() {
+            // A mark this writer did not make: its paths are unknown.
+            let left_before = self.links_stale()?;
+            self.link_scope.borrow_mut().checked_mark(left_before);
+        }
+        self.link_scope.borrow_mut().touch(path);
         self.conn
             .prepare_cached("INSERT OR IGNORE INTO meta(key, value) VALUES ('links_stale', '1')")
             .and_then(|mut stmt| stmt.execute([]))
             .map(|_| ())
             .map_err(self.err())
+    }
+
+    /// Derives every subagent link again at the end of this sync, whatever
+    /// it changes: for a sync that reads (nearly) every file, where linking
+    /// the outputs session by session costs more than linking them all
+    /// (docs/performance.md).
+    pub fn relink_all(&self) {
+        self.link_scope.borrow_mut().everything();
     }
 
     /// True when rows changed since the subagent links were last derived.
@@ -165,10 +184,18 @@ impl Writer {
 
     /// The links were derived again, in the open transaction.
     pub fn links_fresh(&self) -> Result<()> {
+        self.link_scope.take();
         self.conn
             .prepare_cached("DELETE FROM meta WHERE key = 'links_stale'")
             .and_then(|mut stmt| stmt.execute([]))
             .map(|_| ())
+            .map_err(self.err())
+    }
+
+    fn path_of(&self, file_id: i64) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT path FROM files WHERE file_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([file_id], |row| row.get(0)).optional())
             .map_err(self.err())
     }
 

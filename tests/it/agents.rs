@@ -894,6 +894,93 @@ fn same_as_fresh(env: &Env) {
     );
 }
 
+/// One line of an omp session: the tool result `id`, whose output omp
+/// truncated and kept whole in `<k>.bash.log` (`artifact://<k>`).
+fn omp_truncated_result(id: &str, k: u32) -> String {
+    let result = serde_json::json!({
+        "type": "message", "id": id, "parentId": null, "timestamp": "2026-11-20T09:00:03.000Z",
+        "message": {
+            "role": "toolResult", "toolCallId": format!("call-{id}"), "toolName": "bash",
+            "content": [{"type": "text", "text": format!("step ok\n[full output: artifact://{k}]")}],
+            "details": {"meta": {"truncation": {"artifactId": k.to_string()}}},
+            "isError": false, "timestamp": 1_795_165_203_000_u64
+        }
+    });
+    format!("{result}\n")
+}
+
+/// A sync killed after it committed a session's new rows, before it linked
+/// the outputs they name, leaves its mark to the next sync. That one finds
+/// nothing new on disk and cannot know which sessions the killed one read:
+/// it links every output again, not only those of the files it reads.
+#[test]
+fn a_sync_killed_before_linking_leaves_every_output_to_the_next() {
+    let env = Env::new();
+    let session = env
+        .root
+        .join("--tmp-p--")
+        .join("2026-11-20T09-00-00-000Z_01a1f82f-1e80-765c-bda8-000000000001.jsonl");
+    let folder = session.with_extension("");
+    fs::create_dir_all(&folder).expect("mkdir");
+    let header = serde_json::json!({
+        "type": "session", "version": 3, "id": "01a1f82f-1e80-765c-bda8-000000000001",
+        "timestamp": "2026-11-20T09:00:00.000Z", "cwd": "/tmp/p"
+    });
+    // omp's title slot first: 256 bytes with its newline.
+    let slot = serde_json::json!({"type": "title", "v": 1, "title": "", "pad": ""}).to_string();
+    let slot = format!(
+        "{}\n",
+        slot.replace(
+            r#""pad":"""#,
+            &format!(r#""pad":"{}""#, " ".repeat(255 - slot.len()))
+        )
+    );
+    assert_eq!(slot.len(), 256);
+    let first = format!("{slot}{header}\n{}", omp_truncated_result("r0", 0));
+    fs::write(&session, first).expect("write");
+    for k in [0, 1] {
+        fs::write(
+            folder.join(format!("{k}.bash.log")),
+            format!("full output {k}\n"),
+        )
+        .expect("write output");
+    }
+    crate::util::age_files(&env.root);
+    env.sync();
+    let linked = "SELECT count(*) FROM subagent_artifacts WHERE entry_rowid IS NOT NULL";
+    assert_eq!(env.count(linked), 1, "only output 0 is named");
+
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(&session)
+        .expect("open");
+    std::io::Write::write_all(&mut file, omp_truncated_result("r1", 1).as_bytes()).expect("append");
+    crate::util::age_files(&env.root);
+    let root = env.root.to_string_lossy().into_owned();
+    let killed = env
+        .command(&["sync", "--quiet", "--root", &root])
+        .env("PIIDX_TEST_KILL_AT", "commit:1")
+        .env("PIIDX_TEST_BATCH_BYTES", "1")
+        .output()
+        .expect("run sync");
+    assert_eq!(killed.status.code(), None, "the sync was killed");
+    // What the kill left: the result that names output 1, not its link.
+    assert_eq!(
+        env.count("SELECT count(*) FROM entries WHERE entry_id = 'r1'"),
+        1
+    );
+    assert_eq!(
+        env.count("SELECT count(*) FROM meta WHERE key = 'links_stale'"),
+        1
+    );
+    assert_eq!(env.count(linked), 1);
+
+    let report = env.sync();
+    assert_eq!(report["files_indexed"], 0, "{report}");
+    assert_eq!(env.count(linked), 2, "output 1 is linked to r1");
+    same_as_fresh(&env);
+}
+
 /// A root above omp's sessions folder (`--root ~/.omp`, say) puts the
 /// session folders deeper than omp's own layout: their full outputs are
 /// found all the same, and no warning calls them missing.

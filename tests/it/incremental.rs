@@ -60,6 +60,14 @@ enum Op {
     Glued {
         file: u8,
     },
+    /// oh-my-pi's full output `<k>.bash.log` in an omp session's folder,
+    /// written (anew) or, with `gone`, deleted. Its tool results name it
+    /// by number (see `Tree::entry`).
+    Output {
+        file: u8,
+        k: u8,
+        gone: bool,
+    },
     Sync,
     /// A sync killed (SIGKILL) at a deterministic point: after the `n`-th
     /// commit, inside the `n`-th batch's open transaction, or inside the
@@ -89,6 +97,16 @@ fn op() -> impl Strategy<Value = Op> {
         file.clone().prop_map(|file| Op::Glued { file }),
         (file.clone(), any::<u8>()).prop_map(|(file, title)| Op::Retitle { file, title }),
         (file.clone(), any::<u8>()).prop_map(|(file, title)| Op::Retitle { file, title }),
+        (2u8..4, 0u8..OUTPUTS, any::<bool>()).prop_map(|(file, k, gone)| Op::Output {
+            file,
+            k,
+            gone
+        }),
+        (2u8..4, 0u8..OUTPUTS, Just(false)).prop_map(|(file, k, gone)| Op::Output {
+            file,
+            k,
+            gone
+        }),
         Just(Op::Sync),
         Just(Op::Sync),
         Just(Op::Sync),
@@ -96,6 +114,11 @@ fn op() -> impl Strategy<Value = Op> {
         (0u8..3, 1u8..8).prop_map(|(point, n)| Op::Crash { point, n }),
     ]
 }
+
+/// Full outputs an omp session may have: a few, so that several of its
+/// tool results name the same one (the first in the file is linked), and
+/// some name one that is not there.
+const OUTPUTS: u8 = 3;
 
 /// Bytes per batch in a crashing sync: the test's files hold a few hundred
 /// bytes per entry, so most span several committed batches.
@@ -163,6 +186,13 @@ impl Tree {
                 r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"think{n}"}},{{"type":"text","text":"reply{n}"}},{{"type":"toolCall","id":"call{n}","name":"bash","arguments":{{"command":"ls {n}"}}}}],"provider":"p","model":"m{m}","usage":{{"input":{n},"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":{t},"cost":{{"total":0.25}}}},"stopReason":"toolUse","timestamp":{ms}}}}}"#,
                 m = n % 3,
                 t = n + 2,
+                ms = 1_767_225_600_000 + n * 1000
+            ),
+            // omp's results name a full output by number (`Op::Output`).
+            2 if Self::is_omp(file) => format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"toolResult","toolCallId":"call{p}","toolName":"bash","content":[{{"type":"text","text":"out{n} [full output: artifact://{k}]"}}],"details":{{"meta":{{"truncation":{{"artifactId":"{k}"}}}}}},"isError":false,"timestamp":{ms}}}}}"#,
+                p = n - 1,
+                k = n % u64::from(OUTPUTS),
                 ms = 1_767_225_600_000 + n * 1000
             ),
             2 => format!(
@@ -351,6 +381,20 @@ impl Tree {
                 )
                 .expect("retitle");
             }
+            Op::Output { file, k, gone } => {
+                let session = Self::path(root, file);
+                let output = session.with_extension("").join(format!("{k}.bash.log"));
+                if gone {
+                    let _ = fs::remove_file(&output);
+                } else {
+                    self.writes += 1;
+                    write_new(
+                        &output,
+                        &format!("full output {k}, write {}\n", self.writes),
+                    );
+                    age(&output, self.writes);
+                }
+            }
             Op::Sync => {
                 env.sync();
             }
@@ -388,7 +432,7 @@ impl Op {
             | Op::Glued { file }
             | Op::Retitle { file, .. } => Some(file),
             Op::Fork { into, .. } => Some(into),
-            Op::Delete { .. } | Op::Sync | Op::Crash { .. } => None,
+            Op::Delete { .. } | Op::Output { .. } | Op::Sync | Op::Crash { .. } => None,
         }
     }
 }
@@ -546,6 +590,40 @@ fn rewrite_with_new_ids_replaces_rows() {
         Op::Sync,
         Op::Fork { from: 1, into: 2 },
         Op::Delete { file: 1 },
+    ]);
+}
+
+/// oh-my-pi's full outputs appear and go between syncs, apart from the
+/// sessions that name them, and a session comes to name an output that was
+/// there before: a sync links again the outputs of the sessions whose
+/// files it changed, outputs included.
+#[test]
+fn omp_outputs_linked_again_by_session() {
+    let output = |file, k, gone| Op::Output { file, k, gone };
+    // Entry n is a tool result when n % 5 = 2, naming output n % 3: file 2
+    // holds entries 1-9 (results naming 2 and 1), file 3 entries 10-18
+    // (naming 0 and 2) and then 19-24 (naming 1).
+    check(&[
+        Op::Add {
+            file: 2,
+            entries: 9,
+        },
+        Op::Add {
+            file: 3,
+            entries: 9,
+        },
+        Op::Sync,
+        output(2, 2, false),
+        output(2, 0, false),
+        output(3, 1, false),
+        Op::Sync,
+        Op::Append {
+            file: 3,
+            entries: 6,
+        },
+        Op::Sync,
+        output(2, 1, false),
+        output(2, 0, true),
     ]);
 }
 

@@ -219,7 +219,13 @@ pub fn canonical_dump(db: &Path) -> Vec<String> {
                 );
                 let run_dependent = matches!(
                     c.as_str(),
-                    "indexed_at" | "deleted_at" | "added_at" | "seen_ns" | "chunk_id" | "run_rowid"
+                    "indexed_at"
+                        | "deleted_at"
+                        | "added_at"
+                        | "seen_ns"
+                        | "chunk_id"
+                        | "run_rowid"
+                        | "artifact_id"
                 );
                 !surrogate && !run_dependent
             })
