@@ -59,9 +59,8 @@ pub fn sync(
     full: bool,
     redactor: Option<&Redactor>,
 ) -> Result<ArtifactReport, StoreError> {
-    let states = store.artifact_states()?;
+    let mut states = store.artifact_states()?;
     let mut report = ArtifactReport::default();
-    let mut seen = HashSet::new();
     for root in roots {
         let files = artifact_files(root)
             .into_iter()
@@ -73,11 +72,11 @@ pub fn sync(
         for (file, metadata, session) in files.chain(outputs) {
             report.seen += 1;
             let path = file.to_string_lossy().into_owned();
-            seen.insert(path.clone());
             let (size, mtime_ns) = stat(&metadata);
-            let unchanged = states
-                .get(&path)
-                .is_some_and(|state| state.size == size && state.mtime_ns == mtime_ns);
+            let unchanged = states.get_mut(&path).is_some_and(|state| {
+                state.seen = true;
+                state.size == size && state.mtime_ns == mtime_ns
+            });
             if unchanged && !full {
                 continue;
             }
@@ -100,7 +99,7 @@ pub fn sync(
         .map(|root| root.to_string_lossy().into_owned())
         .collect();
     for (path, state) in &states {
-        if synced.contains(&state.root) && !seen.contains(path) {
+        if synced.contains(&state.root) && !state.seen {
             store.mark_links_stale(path)?;
             store.remove_artifact(state.artifact_id)?;
             report.removed += 1;
@@ -152,7 +151,10 @@ fn artifact_files(root: &Path) -> Vec<(PathBuf, fs::Metadata)> {
 /// omp's full tool outputs: `<N>.<tool>.log` files in the folder `D` of
 /// each omp session file `D.jsonl`, each with its `stat` and the session
 /// file. The folders come from the sessions the index knows, so they are
-/// found at any depth below the root, and only omp's are listed.
+/// found at any depth below the root, and only omp's are listed. In the
+/// order of `sessions` (the index's), each folder's by name: sorting every
+/// output's path at once, component by component, was a large part of a
+/// sync that found nothing new among many outputs (docs/performance.md).
 fn tool_output_files(sessions: &[String]) -> Vec<(PathBuf, fs::Metadata, PathBuf)> {
     let mut files = Vec::new();
     for session in sessions {
@@ -160,14 +162,14 @@ fn tool_output_files(sessions: &[String]) -> Vec<(PathBuf, fs::Metadata, PathBuf
             continue;
         };
         let session = PathBuf::from(session);
-        let outputs = files_named(Path::new(folder), |name| output_id(name).is_some());
+        let mut outputs = files_named(Path::new(folder), |name| output_id(name).is_some());
+        outputs.sort_by(|a, b| a.0.cmp(&b.0));
         files.extend(
             outputs
                 .into_iter()
                 .map(|(path, metadata)| (path, metadata, session.clone())),
         );
     }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
     files
 }
 
@@ -180,13 +182,22 @@ fn files_named(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<(PathBuf, fs::Met
     };
     entries
         .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| keep(&name_of(path)))
-        .filter_map(|path| {
-            fs::metadata(&path)
+        .filter(|entry| keep(&entry.file_name().to_string_lossy()))
+        .filter_map(|entry| {
+            // Stated through the directory (`fstatat`): a lookup of the
+            // whole path per file was most of a sync that found nothing
+            // new among many outputs. A link is stated by its path, to
+            // follow it.
+            let linked = entry.file_type().ok()?.is_symlink();
+            let metadata = if linked {
+                fs::metadata(entry.path())
+            } else {
+                entry.metadata()
+            };
+            metadata
                 .ok()
                 .filter(fs::Metadata::is_file)
-                .map(|metadata| (path, metadata))
+                .map(|metadata| (entry.path(), metadata))
         })
         .collect()
 }

@@ -25,6 +25,8 @@ pub struct ArtifactState {
     pub root: String,
     pub size: u64,
     pub mtime_ns: i64,
+    /// Found on disk by the pass in progress (false as read).
+    pub seen: bool,
 }
 
 /// One artifact file as read from disk.
@@ -315,6 +317,7 @@ impl Writer {
                         root: row.get(2)?,
                         size: row.get::<_, i64>(3)?.max(0) as u64,
                         mtime_ns: row.get(4)?,
+                        seen: false,
                     },
                 ))
             })

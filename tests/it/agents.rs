@@ -909,13 +909,10 @@ fn omp_truncated_result(id: &str, k: u32) -> String {
     format!("{result}\n")
 }
 
-/// A sync killed after it committed a session's new rows, before it linked
-/// the outputs they name, leaves its mark to the next sync. That one finds
-/// nothing new on disk and cannot know which sessions the killed one read:
-/// it links every output again, not only those of the files it reads.
-#[test]
-fn a_sync_killed_before_linking_leaves_every_output_to_the_next() {
-    let env = Env::new();
+/// A new omp session file under `env`'s root, holding omp's title slot,
+/// its header and a tool result `r0` that names output 0; and its folder,
+/// where omp keeps full outputs.
+fn omp_session_naming_output_0(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
     let session = env
         .root
         .join("--tmp-p--")
@@ -938,6 +935,34 @@ fn a_sync_killed_before_linking_leaves_every_output_to_the_next() {
     assert_eq!(slot.len(), 256);
     let first = format!("{slot}{header}\n{}", omp_truncated_result("r0", 0));
     fs::write(&session, first).expect("write");
+    (session, folder)
+}
+
+/// A full output that is a link to a file elsewhere is read through it,
+/// as the sessions' walk follows links.
+#[test]
+fn omp_full_output_behind_a_link_is_followed() {
+    let env = Env::new();
+    let (_session, folder) = omp_session_naming_output_0(&env);
+    let elsewhere = env.root.parent().expect("dir").join("kept.log");
+    fs::write(&elsewhere, "qorvantic full output\n").expect("write output");
+    std::os::unix::fs::symlink(&elsewhere, folder.join("0.bash.log")).expect("symlink");
+    env.sync();
+    let hits = json(&env, &["search", "qorvantic", "--json"]);
+    let hits = hits.as_array().expect("hits");
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+    assert_eq!(hits[0]["entry_id"], "r0");
+    assert_eq!(hits[0]["json_path"], "artifact://0");
+}
+
+/// A sync killed after it committed a session's new rows, before it linked
+/// the outputs they name, leaves its mark to the next sync. That one finds
+/// nothing new on disk and cannot know which sessions the killed one read:
+/// it links every output again, not only those of the files it reads.
+#[test]
+fn a_sync_killed_before_linking_leaves_every_output_to_the_next() {
+    let env = Env::new();
+    let (session, folder) = omp_session_naming_output_0(&env);
     for k in [0, 1] {
         fs::write(
             folder.join(format!("{k}.bash.log")),
