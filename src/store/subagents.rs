@@ -70,8 +70,9 @@ pub(super) struct LinkScope {
     /// unknown; or the sync reads nearly every file (`Writer::relink_all`).
     everything: bool,
     /// The files this writer changed, and the session files whose folders
-    /// hold them: the sessions whose outputs may now link elsewhere.
-    sessions: BTreeSet<String>,
+    /// hold them: the sessions among them are those whose outputs may now
+    /// link elsewhere.
+    paths: BTreeSet<String>,
 }
 
 impl LinkScope {
@@ -93,9 +94,9 @@ impl LinkScope {
     pub(super) fn touch(&mut self, path: &str) {
         // A path already here was either touched, or is a session above one
         // that was: the sessions above it are here too.
-        if !self.sessions.contains(path) {
-            self.sessions.insert(path.to_owned());
-            self.sessions.extend(session_files_above(path));
+        if !self.paths.contains(path) {
+            self.paths.insert(path.to_owned());
+            self.paths.extend(session_files_above(path));
         }
     }
 
@@ -540,19 +541,7 @@ impl Writer {
         let sql = if scope.covers_everything() {
             tool_output_links(OutputScope::All)
         } else {
-            self.conn
-                .execute_batch(
-                    "CREATE TEMP TABLE IF NOT EXISTS temp_link_scope(path TEXT PRIMARY KEY) WITHOUT ROWID;
-                     DELETE FROM temp_link_scope;",
-                )
-                .map_err(self.err())?;
-            let mut insert = self
-                .conn
-                .prepare_cached("INSERT INTO temp_link_scope(path) VALUES (?1)")
-                .map_err(self.err())?;
-            for path in &scope.sessions {
-                insert.execute([path]).map_err(self.err())?;
-            }
+            self.fill_link_scope(&scope.paths)?;
             tool_output_links(OutputScope::Changed)
         };
         for statement in &sql.gather {
@@ -561,6 +550,25 @@ impl Writer {
         self.gather_text_refs(&sql.texts)?;
         for statement in &sql.link {
             self.conn.execute_batch(statement).map_err(self.err())?;
+        }
+        Ok(())
+    }
+
+    /// `temp_link_scope`: the paths whose sessions' outputs are linked
+    /// again (`OutputScope::Changed`).
+    fn fill_link_scope(&self, paths: &BTreeSet<String>) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS temp_link_scope(path TEXT PRIMARY KEY) WITHOUT ROWID;
+                 DELETE FROM temp_link_scope;",
+            )
+            .map_err(self.err())?;
+        let mut insert = self
+            .conn
+            .prepare_cached("INSERT INTO temp_link_scope(path) VALUES (?1)")
+            .map_err(self.err())?;
+        for path in paths {
+            insert.execute([path]).map_err(self.err())?;
         }
         Ok(())
     }
