@@ -239,9 +239,14 @@ pub fn below(
     if !super::has_table(conn, "weights")? {
         return Ok(None);
     }
+    // A block that is not a blob (written by hand, damaged) reads as
+    // unknown, as a search reads it: its rows count as weighed below.
     let blocks: HashMap<i64, Vec<u8>> = conn
         .prepare("SELECT block, kinds FROM weights")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .query_map([], |row| {
+            let kinds = row.get_ref(1)?.as_blob().map(<[u8]>::to_vec);
+            Ok((row.get(0)?, kinds.unwrap_or_default()))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut wrong = 0;
     for &(id, class) in weights {
@@ -338,6 +343,18 @@ mod tests {
         conn.execute_batch("DROP TABLE weights").unwrap();
         let classes = Classes::read(&conn, "main", &ids).unwrap();
         assert!(ids.iter().all(|&id| classes.of(id) == 0));
+    }
+
+    /// A block that is not a blob counts its rows as weighed below (the
+    /// check reads it as a search does), instead of failing the check.
+    #[test]
+    fn a_block_that_is_not_a_blob_counts_as_below() {
+        let conn = shard();
+        conn.execute("INSERT INTO weights VALUES (0, 'text')", [])
+            .unwrap();
+        assert_eq!(below(&conn, 1, &[(0, 1), (1, 2)]).unwrap(), Some(2));
+        conn.execute("UPDATE weights SET kinds = 7", []).unwrap();
+        assert_eq!(below(&conn, 1, &[(0, 1)]).unwrap(), Some(1));
     }
 
     #[test]
