@@ -175,20 +175,7 @@ impl Writer {
 
     /// `temp.checked_paths` holds exactly `paths`.
     fn fill_checked_paths(&self, paths: &[String]) -> Result<()> {
-        self.conn
-            .execute_batch(
-                "CREATE TEMP TABLE IF NOT EXISTS checked_paths(path TEXT PRIMARY KEY);
-                 DELETE FROM temp.checked_paths;",
-            )
-            .map_err(self.err())?;
-        let mut insert = self
-            .conn
-            .prepare_cached("INSERT OR IGNORE INTO temp.checked_paths(path) VALUES (?1)")
-            .map_err(self.err())?;
-        for path in paths {
-            insert.execute([path]).map_err(self.err())?;
-        }
-        Ok(())
+        self.fill_temp_paths("checked_paths", paths)
     }
 
     /// Row counts per file id, for every file with rows.

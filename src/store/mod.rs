@@ -509,6 +509,31 @@ impl Writer {
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         sqlite_error(&self.path)
     }
+
+    /// The temporary table `temp.<table>(path)` holds exactly `paths`: a
+    /// set that statements join on (`<col> IN temp.<table>`).
+    fn fill_temp_paths<'a>(
+        &self,
+        table: &str,
+        paths: impl IntoIterator<Item = &'a String>,
+    ) -> Result<()> {
+        self.conn
+            .execute_batch(&format!(
+                "CREATE TEMP TABLE IF NOT EXISTS {table}(path TEXT PRIMARY KEY);
+                 DELETE FROM temp.{table};"
+            ))
+            .map_err(self.err())?;
+        let mut insert = self
+            .conn
+            .prepare_cached(&format!(
+                "INSERT OR IGNORE INTO temp.{table}(path) VALUES (?1)"
+            ))
+            .map_err(self.err())?;
+        for path in paths {
+            insert.execute([path]).map_err(self.err())?;
+        }
+        Ok(())
+    }
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

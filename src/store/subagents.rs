@@ -541,7 +541,7 @@ impl Writer {
         let sql = if scope.covers_everything() {
             tool_output_links(OutputScope::All)
         } else {
-            self.fill_link_scope(&scope.paths)?;
+            self.fill_temp_paths("temp_link_scope", &scope.paths)?;
             tool_output_links(OutputScope::Changed)
         };
         for statement in &sql.gather {
@@ -550,25 +550,6 @@ impl Writer {
         self.gather_text_refs(&sql.texts)?;
         for statement in &sql.link {
             self.conn.execute_batch(statement).map_err(self.err())?;
-        }
-        Ok(())
-    }
-
-    /// `temp_link_scope`: the paths whose sessions' outputs are linked
-    /// again (`OutputScope::Changed`).
-    fn fill_link_scope(&self, paths: &BTreeSet<String>) -> Result<()> {
-        self.conn
-            .execute_batch(
-                "CREATE TEMP TABLE IF NOT EXISTS temp_link_scope(path TEXT PRIMARY KEY) WITHOUT ROWID;
-                 DELETE FROM temp_link_scope;",
-            )
-            .map_err(self.err())?;
-        let mut insert = self
-            .conn
-            .prepare_cached("INSERT INTO temp_link_scope(path) VALUES (?1)")
-            .map_err(self.err())?;
-        for path in paths {
-            insert.execute([path]).map_err(self.err())?;
         }
         Ok(())
     }
@@ -1072,7 +1053,7 @@ mod tests {
         let (_dir, writer) = index(&[], &[]);
         writer
             .conn
-            .execute_batch("CREATE TEMP TABLE temp_link_scope(path TEXT PRIMARY KEY) WITHOUT ROWID")
+            .execute_batch("CREATE TEMP TABLE temp_link_scope(path TEXT PRIMARY KEY)")
             .unwrap();
         let sql = super::tool_output_links(scope);
         let statements: Vec<&String> = sql.gather.iter().chain(&sql.link).collect();
