@@ -1052,8 +1052,7 @@ mod tests {
     fn outputs_of_scope_are_linked_by_number(scope: super::OutputScope) {
         let (_dir, writer) = index(&[], &[]);
         writer
-            .conn
-            .execute_batch("CREATE TEMP TABLE temp_link_scope(path TEXT PRIMARY KEY)")
+            .fill_temp_paths("temp_link_scope", &Vec::new())
             .unwrap();
         let sql = super::tool_output_links(scope);
         let statements: Vec<&String> = sql.gather.iter().chain(&sql.link).collect();
