@@ -34,6 +34,9 @@ pub struct Discovery {
     pub unreadable: Vec<(PathBuf, String)>,
     /// Links the walk did not follow (loops).
     pub warnings: Vec<String>,
+    /// Directories the walk entered through a link (the link's path), for
+    /// `watch` to watch beside the roots.
+    pub linked: Vec<PathBuf>,
 }
 
 impl Discovery {
@@ -104,10 +107,12 @@ fn walk_root(root_spec: &Root, found: &mut Discovery) {
             return;
         }
     };
+    let mut ancestors = directories_above(root);
+    ancestors.push(root_id);
     let mut stack = vec![Pending {
         path: root.to_owned(),
         depth: 0,
-        ancestors: vec![root_id],
+        ancestors,
     }];
     while let Some(dir) = stack.pop() {
         let entries = match std::fs::read_dir(&dir.path) {
@@ -173,6 +178,9 @@ fn walk_root(root_spec: &Root, found: &mut Discovery) {
                         reason: "a directory; not read".into(),
                     });
                 }
+                if file_type.is_symlink() {
+                    found.linked.push(path.clone());
+                }
                 let mut ancestors = dir.ancestors.clone();
                 ancestors.push(id);
                 subdirs.push(Pending {
@@ -207,6 +215,27 @@ fn walk_root(root_spec: &Root, found: &mut Discovery) {
         // found is walked next.
         stack.extend(subdirs.into_iter().rev());
     }
+}
+
+/// The `(dev, ino)` of every directory that holds `root`, up to `/`, on its
+/// path as given and on the path it resolves to (the root may be a link).
+/// A link to one of them (`/`, the home folder, the root's parent) leads
+/// back to the root after walking everything beside it: a loop, not
+/// followed.
+fn directories_above(root: &Path) -> Vec<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(root).ok();
+    let mut ids: Vec<(u64, u64)> = root
+        .ancestors()
+        .skip(1)
+        .chain(real.iter().flat_map(|real| real.ancestors().skip(1)))
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .filter_map(|dir| std::fs::metadata(dir).ok())
+        .map(|metadata| (metadata.dev(), metadata.ino()))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// A file found `depth` levels below `root_spec`'s directory, with its `stat`.

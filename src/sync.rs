@@ -88,6 +88,9 @@ pub struct SyncReport {
     pub unreadable: Vec<String>,
     /// The files skipped by this sync (`files_skipped`), each with why.
     pub skipped: Vec<SkippedFile>,
+    /// Directories the walk entered through a link (`Discovery::linked`).
+    #[serde(skip)]
+    pub linked: Vec<PathBuf>,
 }
 
 /// A file that is not indexed as a session, and why.
@@ -234,6 +237,7 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
             .iter()
             .map(|(path, reason)| format!("{}: {reason}", path.display()))
             .collect(),
+        linked: discovery.linked.clone(),
         ..SyncReport::default()
     };
     let plan = plan(options, &store, &states, discovery, &mut report)?;

@@ -10,7 +10,11 @@
 //! the thread sleeps in the notification channel: no CPU.
 //!
 //! A root that does not exist yet is watched through its nearest existing
-//! ancestor and armed when it appears. The sync lock is taken per sync, as
+//! ancestor and armed when it appears. A folder the sync's walk entered
+//! through a link is watched where it is; the watches follow no link
+//! themselves, so a link to `/` or to the home folder (a loop, which the
+//! walk does not follow either) does not watch everything there. The sync
+//! lock is taken per sync, as
 //! `piidx sync` takes it, so a cron or manual sync still runs beside the
 //! watcher; when one holds the lock, the watcher tries again shortly.
 
@@ -54,17 +58,25 @@ const BUSY_RETRY: Duration = Duration::from_millis(500);
 /// Syncs once, then after every change, until `on_sync` returns false.
 pub fn watch(options: &WatchOptions, on_sync: &mut OnSync<'_>) -> Result<(), WatchError> {
     let (events, changes) = channel();
-    let mut watcher = notify::recommended_watcher(events).map_err(WatchError::Start)?;
+    // Links are not followed by the watches: a link to `/` or to the home
+    // folder would watch (and wake on) everything there. The directories
+    // the sync's walk entered through links are watched instead.
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let mut watcher = RecommendedWatcher::new(events, config).map_err(WatchError::Start)?;
     let mut armed: Vec<Armed> = Vec::new();
-    arm(&mut watcher, &options.sync, &mut armed)?;
+    let mut linked: Vec<PathBuf> = Vec::new();
+    arm(&mut watcher, &options.sync, &linked, &mut armed)?;
     loop {
         let result = crate::sync::run(&options.sync);
         let busy = matches!(result, Err(SyncError::Busy { .. }));
         if !busy && !on_sync(result.as_ref()) {
             return Ok(());
         }
-        // A root may have appeared, or gone, while it synced.
-        arm(&mut watcher, &options.sync, &mut armed)?;
+        if let Ok(report) = &result {
+            linked.clone_from(&report.linked);
+        }
+        // A root may have appeared, or gone, while it synced; a link too.
+        arm(&mut watcher, &options.sync, &linked, &mut armed)?;
         if busy {
             std::thread::sleep(BUSY_RETRY);
             continue;
@@ -82,22 +94,35 @@ enum Armed {
     Root(PathBuf),
     /// Its nearest existing ancestor, for the root to appear in.
     Ancestor(PathBuf),
+    /// Where a link below a root leads, and everything below it.
+    Linked(PathBuf),
 }
 
-/// Watches every root (or, for a missing one, its nearest ancestor),
-/// changing only what changed since the last call.
+/// Watches every root (or, for a missing one, its nearest ancestor) and
+/// where the links the last sync followed lead, changing only what changed
+/// since the last call.
 fn arm(
     watcher: &mut RecommendedWatcher,
     options: &SyncOptions,
+    linked: &[PathBuf],
     armed: &mut Vec<Armed>,
 ) -> Result<(), WatchError> {
-    let wanted: Vec<Armed> = options.roots.iter().map(|root| plan(&root.path)).collect();
+    let mut wanted: Vec<Armed> = options.roots.iter().map(|root| plan(&root.path)).collect();
+    let roots: Vec<&Path> = wanted
+        .iter()
+        .filter_map(|armed| match armed {
+            Armed::Root(path) => Some(path.as_path()),
+            _ => None,
+        })
+        .collect();
+    let targets = link_targets(&roots, linked);
+    wanted.extend(targets.into_iter().map(Armed::Linked));
     for old in armed.iter().filter(|old| !wanted.contains(old)) {
         let _ = watcher.unwatch(path_of(old));
     }
     for new in wanted.iter().filter(|new| !armed.contains(new)) {
         let (path, mode) = match new {
-            Armed::Root(path) => (path, RecursiveMode::Recursive),
+            Armed::Root(path) | Armed::Linked(path) => (path, RecursiveMode::Recursive),
             Armed::Ancestor(path) => (path, RecursiveMode::NonRecursive),
         };
         watcher
@@ -125,9 +150,36 @@ fn plan(root: &Path) -> Armed {
     Armed::Ancestor(PathBuf::from("/"))
 }
 
+/// Where the `linked` directories lead, each once, leaving out those a
+/// root's watch or another target's already holds: one directory watched
+/// under two paths has one kernel watch, which unwatching either removes.
+fn link_targets(roots: &[&Path], linked: &[PathBuf]) -> Vec<PathBuf> {
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|root| std::fs::canonicalize(root).ok())
+        .collect();
+    let mut targets: Vec<PathBuf> = linked
+        .iter()
+        .filter_map(|link| std::fs::canonicalize(link).ok())
+        .collect();
+    // A directory sorts before everything below it.
+    targets.sort();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for target in targets {
+        if !roots
+            .iter()
+            .chain(&kept)
+            .any(|held| target.starts_with(held))
+        {
+            kept.push(target);
+        }
+    }
+    kept
+}
+
 fn path_of(armed: &Armed) -> &Path {
     match armed {
-        Armed::Root(path) | Armed::Ancestor(path) => path,
+        Armed::Root(path) | Armed::Ancestor(path) | Armed::Linked(path) => path,
     }
 }
 
@@ -165,5 +217,45 @@ fn is_change(event: &notify::Result<notify::Event>) -> bool {
     match event {
         Ok(event) => !matches!(event.kind, notify::EventKind::Access(_)),
         Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// Each target once; none that a root or another target already holds.
+    #[test]
+    fn link_targets_leave_out_what_is_watched_already() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let base = dir.path().canonicalize().expect("canonical temp dir");
+        let root = base.join("root");
+        let data = base.join("data");
+        for folder in [
+            root.join("a"),
+            root.join("b"),
+            data.join("sub"),
+            base.join("other"),
+        ] {
+            std::fs::create_dir_all(folder).expect("mkdir");
+        }
+        let link = |name: &str, to: &Path| {
+            let path = root.join("a").join(name);
+            symlink(to, &path).expect("symlink");
+            path
+        };
+        let linked = [
+            link("to-sub", &data.join("sub")),
+            link("to-data", &data),
+            link("to-data-again", &data),
+            link("to-b", &root.join("b")),
+            link("to-other", &base.join("other")),
+            root.join("a").join("gone"),
+        ];
+        assert_eq!(
+            link_targets(&[root.as_path()], &linked),
+            [data, base.join("other")]
+        );
     }
 }

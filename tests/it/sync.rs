@@ -222,3 +222,45 @@ fn the_sql_profile_counts_the_writers_statements() {
         env.count("SELECT count(*) FROM entries")
     );
 }
+
+/// A link inside the tree to a directory that holds the root (`/`, the home
+/// folder, the root's parent) would walk everything above the sessions and
+/// come back to them: it is a loop, reported and not followed, like a link
+/// back to a directory inside the tree. A link elsewhere is still followed.
+#[test]
+fn a_link_to_a_directory_above_the_root_is_not_followed() {
+    use std::os::unix::fs::symlink;
+    let env = Env::new();
+    let project = env.root.join("--proj--");
+    crate::util::write_user_session(&project, "inside", serde_json::json!("inside the root"));
+    // Beside the root: reached only through a link to their common parent.
+    let beside = env.dir.path().join("beside");
+    crate::util::write_user_session(&beside, "beside", serde_json::json!("beside the root"));
+    // Elsewhere, not above the root: a link to it is followed.
+    let elsewhere = env.dir.path().join("elsewhere");
+    crate::util::write_user_session(&elsewhere, "elsewhere", serde_json::json!("linked in"));
+    symlink(env.dir.path(), project.join("up")).expect("link to the root's parent");
+    symlink(&env.root, project.join("root-again")).expect("link to the root");
+    symlink(&project, project.join("here-again")).expect("link to its own folder");
+    symlink(&elsewhere, project.join("linked")).expect("link to a folder elsewhere");
+
+    let root = env.root.to_string_lossy().into_owned();
+    let out = env.run(&["sync", "--root", &root, "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A symlink loop is a warning: exit code 1 (README, "Exit codes").
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let mut ids: Vec<String> = env
+        .sql("SELECT session_id FROM sessions ORDER BY session_id")
+        .iter()
+        .filter_map(|row| row["session_id"].as_str().map(str::to_owned))
+        .collect();
+    ids.dedup();
+    assert_eq!(ids, ["elsewhere", "inside"], "{stderr}");
+    for link in ["up", "root-again", "here-again"] {
+        let path = project.join(link);
+        assert!(
+            stderr.contains(&format!("{}: symlink loop; not followed", path.display())),
+            "{link} reported: {stderr}"
+        );
+    }
+}

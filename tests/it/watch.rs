@@ -153,3 +153,62 @@ fn a_root_that_appears_later_is_watched_once_it_exists() {
     );
     until_search(&env, "latecomerword", true);
 }
+
+/// Links in the tree: where a link to a folder elsewhere leads is watched
+/// (a session written there reaches the index), and a link to the folder
+/// holding the root and the index is not followed. Watching that folder
+/// would wake the watcher at each of its own syncs' writes to the index,
+/// and sync again, forever.
+#[test]
+fn a_linked_folder_is_watched_and_a_link_above_the_root_is_not() {
+    use std::os::unix::fs::symlink;
+    let env = Env::new();
+    let project = env.root.join("--home-user-watched--");
+    session(
+        &project.join("2026-03-01T00-00-00-000Z_w4.jsonl"),
+        "w4",
+        "first",
+    );
+    let elsewhere = env.dir.path().join("elsewhere");
+    fs::create_dir_all(&elsewhere).expect("mkdir elsewhere");
+    symlink(&elsewhere, project.join("linked")).expect("link to a folder elsewhere");
+    symlink(env.dir.path(), project.join("up")).expect("link to the root's parent");
+
+    let root = env.root.to_string_lossy().into_owned();
+    let mut child = env
+        .command(&["watch", "--root", &root, "--json", "--debounce", "50"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start piidx watch");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (lines, synced) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let watching = Watching { child };
+    let first = synced
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the first sync");
+    assert!(first.contains("symlink loop"), "first sync: {first}");
+
+    session(
+        &elsewhere.join("2026-03-01T00-00-00-000Z_w5.jsonl"),
+        "w5",
+        "farawayword behind a link",
+    );
+    until_search(&env, "farawayword", true);
+    // The change's syncs, then quiet: no sync wakes the next one.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while synced.recv_timeout(Duration::from_secs(2)).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the watcher keeps syncing with nothing changed"
+        );
+    }
+    drop(watching);
+}
