@@ -156,16 +156,8 @@ fn ingest_port_sqlite(
     options: IngestOptions,
     emit: &mut dyn FnMut(Batch) -> bool,
 ) -> Result<(), IngestError> {
-    let lines = match crate::store::port_sqlite::read_port_session(&target.path) {
-        Ok(lines) => lines,
-        Err(err) => {
-            let mut batch = new_batch(target, true);
-            batch.status = FileStatus::Skipped(crate::error_chain(&err));
-            batch.last = true;
-            emit(batch);
-            return Ok(());
-        }
-    };
+    use crate::store::port_sqlite::{PortLine, each_line};
+    let max_line_bytes = options.max_line_bytes;
     let mut state = FileRun {
         target,
         options,
@@ -174,20 +166,34 @@ fn ingest_port_sqlite(
         title_slot: None,
     };
     let mut offset = 0u64;
-    for line in &lines {
-        // The port's JSON has no newlines in it (serde_json::to_string).
-        let bytes = line.as_bytes();
-        if let Step::Skip(reason) = state.take_line(offset, bytes, true) {
-            emit(state.skip_batch(reason));
-            return Ok(());
+    let mut skipped = None;
+    let mut stopped = false;
+    let read = each_line(&target.path, max_line_bytes, &mut |line| {
+        let (step, len) = match line {
+            PortLine::Text(bytes) => (state.take_line(offset, bytes, true), bytes.len() as u64),
+            PortLine::Oversized(len) => (state.take_oversized(offset, len, true), len),
+        };
+        if let Step::Skip(reason) = step {
+            skipped = Some(reason);
+            return false;
         }
-        offset += bytes.len() as u64 + 1;
+        // Offsets are those of the JSONL equivalent: a newline after each.
+        offset += len + 1;
         if state.batch_bytes() >= crate::fault::batch_bytes(BATCH_BYTES) {
             let batch = state.finish_virtual_batch(None);
-            if !emit(batch) {
-                return Ok(());
-            }
+            stopped = !emit(batch);
         }
+        !stopped
+    });
+    if let Err(err) = read {
+        skipped = Some(crate::error_chain(&err));
+    }
+    if let Some(reason) = skipped {
+        emit(state.skip_batch(reason));
+        return Ok(());
+    }
+    if stopped {
+        return Ok(());
     }
     let status = if state.cursor.session.is_some() {
         FileStatus::Indexed

@@ -14,6 +14,7 @@
 
 use std::path::Path;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 /// Why a `.sqlite` file is not read as a session.
@@ -30,35 +31,65 @@ pub enum PortSqliteError {
 /// The file name of the port's session index, which holds no session.
 pub const SESSION_INDEX: &str = "session-index.sqlite";
 
-/// The session's lines: the header's JSON, then every entry's in `seq` order.
-pub fn read_port_session(path: &Path) -> Result<Vec<String>, PortSqliteError> {
+/// One line of a port session, as `each_line` hands it over.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PortLine<'a> {
+    /// The JSON as stored (the port writes no newline in it).
+    Text(&'a [u8]),
+    /// A JSON longer than the cap, by its length in bytes: never read.
+    Oversized(u64),
+}
+
+/// Hands `take` the session's lines one at a time, as the JSONL reader
+/// does a file's: the header's JSON, then every entry's in `seq` order;
+/// stops early when `take` returns false. Memory is bounded by the longest
+/// line under `max_line`, not by the session.
+///
+/// The file is anyone's: a table with a column computed when read (a
+/// generated column, say `printf('%.*c', 1e9, 'x')`) is not the port's and
+/// is not read, and the connection trusts nothing in the schema.
+pub fn each_line(
+    path: &Path,
+    max_line: usize,
+    take: &mut dyn FnMut(PortLine<'_>) -> bool,
+) -> Result<(), PortSqliteError> {
     let conn = open_read_only(path)?;
-    let tables: i64 = conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table'
-            AND name IN ('pi_session_header', 'pi_session_entries')",
+    let (tables, computed): (i64, i64) = conn.query_row(
+        "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table'
+                    AND name IN ('pi_session_header', 'pi_session_entries')),
+                (SELECT count(*) FROM pragma_table_xinfo('pi_session_header') WHERE hidden <> 0)
+              + (SELECT count(*) FROM pragma_table_xinfo('pi_session_entries') WHERE hidden <> 0)",
         [],
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
-    if tables != 2 {
+    if tables != 2 || computed != 0 {
         return Err(PortSqliteError::NotASession);
     }
-    let mut lines = Vec::new();
-    let header: Option<String> = conn
-        .query_row("SELECT json FROM pi_session_header LIMIT 1", [], |row| {
-            row.get(0)
-        })
-        .map(Some)
-        .or_else(|err| match err {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            err => Err(err),
-        })?;
-    lines.extend(header);
-    let mut stmt = conn.prepare("SELECT json FROM pi_session_entries ORDER BY seq ASC")?;
-    let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
-    for row in rows {
-        lines.push(row?);
+    let cap = i64::try_from(max_line).unwrap_or(i64::MAX);
+    // The length comes from the record header; the text is read only
+    // when it is under the cap.
+    for table in [
+        "pi_session_header LIMIT 1",
+        "pi_session_entries ORDER BY seq ASC",
+    ] {
+        let mut stmt = conn.prepare(&format!(
+            "SELECT octet_length(json),
+                    CASE WHEN octet_length(json) <= ?1 THEN CAST(json AS BLOB) END
+               FROM {table}"
+        ))?;
+        let mut rows = stmt.query([cap])?;
+        while let Some(row) = rows.next()? {
+            let line = match (row.get::<_, Option<i64>>(0)?, row.get_ref(1)?) {
+                (_, ValueRef::Blob(bytes)) => PortLine::Text(bytes),
+                (Some(len), _) => PortLine::Oversized(u64::try_from(len).unwrap_or(0)),
+                (None, _) => PortLine::Text(b""),
+            };
+            if !take(line) {
+                return Ok(());
+            }
+        }
     }
-    Ok(lines)
+    Ok(())
 }
 
 /// The length of the attachment `sha256:<hex>` kept in the SQLite session
@@ -89,9 +120,17 @@ pub fn blob(path: &Path, hex: &str) -> Option<Vec<u8>> {
     .ok()
 }
 
+/// A connection to a file anyone may have written: read-only, and no
+/// function with side effects run from its schema (`trusted_schema`).
 fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    Connection::open_with_flags(path, flags)
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA,
+        false,
+    )?;
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    Ok(conn)
 }
 
 /// A session in pi_agent_rust's SQLite format, to be written by

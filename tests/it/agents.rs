@@ -2092,3 +2092,131 @@ fn every_agent_in_one_tree_end_to_end() {
         );
     }
 }
+
+/// The lines of a small port session: a header, a user message, a long
+/// assistant answer (`long` bytes of text), and a last user message.
+fn port_lines(long: usize) -> Vec<String> {
+    let message = |id: &str, parent: Option<&str>, second: u32, role: &str, text: &str| {
+        serde_json::json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": format!("2026-11-21T10:00:0{second}.000Z"),
+            "message": {"role": role, "content": [{"type": "text", "text": text}],
+                        "timestamp": 1_795_255_200_000_i64 + i64::from(second) * 1000}})
+        .to_string()
+    };
+    vec![
+        serde_json::json!({"type": "session", "version": 3, "id": "cap-port",
+            "timestamp": "2026-11-21T10:00:00.000Z", "cwd": "/home/u/work/capped"})
+        .to_string(),
+        message("c1", None, 1, "user", "first question, quokkaword"),
+        message("c2", Some("c1"), 2, "assistant", &"x".repeat(long)),
+        message(
+            "c3",
+            Some("c2"),
+            3,
+            "user",
+            "after the long answer, wombatword",
+        ),
+    ]
+}
+
+/// A port session's entry longer than `--max-line-bytes` is recorded as
+/// the JSONL reader records such a line (its number, offset and length,
+/// never read) and the rest is indexed: the same rows as the same session
+/// written as JSONL.
+#[test]
+fn a_port_entry_over_the_line_cap_is_recorded_as_a_jsonl_line_is() {
+    let lines = port_lines(20_000);
+    let as_port = Env::new();
+    let port_dir = as_port.root.join("--home-u-work-capped--");
+    fs::create_dir_all(&port_dir).expect("mkdir");
+    let conn =
+        rusqlite::Connection::open(port_dir.join("2026-11-21T10-00-00.000Z_cafe0001.sqlite"))
+            .expect("create");
+    conn.execute_batch(
+        "CREATE TABLE pi_session_header (id TEXT PRIMARY KEY, json TEXT NOT NULL);
+         CREATE TABLE pi_session_entries (seq INTEGER PRIMARY KEY, json TEXT NOT NULL);",
+    )
+    .expect("schema");
+    conn.execute(
+        "INSERT INTO pi_session_header VALUES ('cap-port', ?1)",
+        [&lines[0]],
+    )
+    .expect("header");
+    for (seq, line) in lines[1..].iter().enumerate() {
+        conn.execute(
+            "INSERT INTO pi_session_entries VALUES (?1, ?2)",
+            rusqlite::params![seq as i64 + 1, line],
+        )
+        .expect("entry");
+    }
+    drop(conn);
+    let as_jsonl = Env::new();
+    let jsonl_dir = as_jsonl.root.join("--home-u-work-capped--");
+    fs::create_dir_all(&jsonl_dir).expect("mkdir");
+    fs::write(
+        jsonl_dir.join("2026-11-21T10-00-00-000Z_cafe0001.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .expect("write jsonl");
+
+    let rows = |env: &Env| {
+        let root = env.root.to_string_lossy().into_owned();
+        let out = env.run(&[
+            "sync",
+            "--root",
+            &root,
+            "--max-line-bytes",
+            "10000",
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "a parse error recorded");
+        let errors =
+            env.sql("SELECT line_no, byte_offset, byte_len, reason, excerpt FROM parse_errors");
+        let entries =
+            env.sql("SELECT entry_id, line_no, byte_offset FROM entries ORDER BY line_no");
+        (errors, entries)
+    };
+    let (port_errors, port_entries) = rows(&as_port);
+    assert_eq!((port_errors.clone(), port_entries), rows(&as_jsonl));
+    assert_eq!(port_errors.len(), 1, "{port_errors:?}");
+    assert_eq!(port_errors[0]["line_no"], 3);
+    assert_eq!(port_errors[0]["byte_len"], lines[2].len());
+    for word in ["quokkaword", "wombatword"] {
+        let hits = json(&as_port, &["search", word, "--json"]);
+        assert_eq!(hits.as_array().map(Vec::len), Some(1), "{word}: {hits}");
+    }
+}
+
+/// A `.sqlite` whose session tables compute a column when read (a
+/// generated column: a billion-byte `printf` on each row would be read
+/// into memory) is not the port's, and is skipped unread.
+#[test]
+fn a_port_file_with_a_computed_column_is_skipped() {
+    let env = Env::new();
+    let dir = env.root.join("--home-u-work-hostile--");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let path = dir.join("2026-11-21T10-00-00.000Z_bad00001.sqlite");
+    let lines = port_lines(10);
+    let conn = rusqlite::Connection::open(&path).expect("create");
+    conn.execute_batch(&format!(
+        "CREATE TABLE pi_session_header (id TEXT PRIMARY KEY, json TEXT NOT NULL);
+         CREATE TABLE pi_session_entries (seq INTEGER PRIMARY KEY,
+             json TEXT GENERATED ALWAYS AS ('{}') VIRTUAL);
+         INSERT INTO pi_session_entries (seq) VALUES (1);",
+        lines[1].replace('\'', "''")
+    ))
+    .expect("schema");
+    conn.execute(
+        "INSERT INTO pi_session_header VALUES ('cap-port', ?1)",
+        [&lines[0]],
+    )
+    .expect("header");
+    drop(conn);
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 1, "{report}");
+    assert_eq!(
+        env.count("SELECT count(*) FROM files WHERE skip_reason LIKE 'not a pi_agent_rust session database%'"),
+        1
+    );
+    assert_eq!(env.count("SELECT count(*) FROM entries"), 0);
+}
