@@ -69,16 +69,23 @@ pub fn watch(options: &WatchOptions, on_sync: &mut OnSync<'_>) -> Result<(), Wat
     loop {
         let result = crate::sync::run(&options.sync);
         let busy = matches!(result, Err(SyncError::Busy { .. }));
-        if !busy && !on_sync(result.as_ref()) {
-            return Ok(());
-        }
         if let Ok(report) = &result {
             linked.clone_from(&report.linked);
         }
         // A root may have appeared, or gone, while it synced; a link too.
-        arm(&mut watcher, &options.sync, &linked, &mut armed)?;
+        // Armed before the caller hears of the sync: whoever writes after
+        // that is heard.
+        let widened = arm(&mut watcher, &options.sync, &linked, &mut armed)?;
+        if !busy && !on_sync(result.as_ref()) {
+            return Ok(());
+        }
         if busy {
             std::thread::sleep(BUSY_RETRY);
+            continue;
+        }
+        // What was written in a newly watched folder between the sync's
+        // walk and its watch was heard by neither: sync again.
+        if widened {
             continue;
         }
         if !wait_for_change(&changes, options) {
@@ -100,13 +107,14 @@ enum Armed {
 
 /// Watches every root (or, for a missing one, its nearest ancestor) and
 /// where the links the last sync followed lead, changing only what changed
-/// since the last call.
+/// since the last call. True when it began to watch a folder of sessions
+/// (a root or a link's target) it did not watch before.
 fn arm(
     watcher: &mut RecommendedWatcher,
     options: &SyncOptions,
     linked: &[PathBuf],
     armed: &mut Vec<Armed>,
-) -> Result<(), WatchError> {
+) -> Result<bool, WatchError> {
     let mut wanted: Vec<Armed> = options.roots.iter().map(|root| plan(&root.path)).collect();
     let roots: Vec<&Path> = wanted
         .iter()
@@ -120,7 +128,9 @@ fn arm(
     for old in armed.iter().filter(|old| !wanted.contains(old)) {
         let _ = watcher.unwatch(path_of(old));
     }
+    let mut widened = false;
     for new in wanted.iter().filter(|new| !armed.contains(new)) {
+        widened |= !matches!(new, Armed::Ancestor(_));
         let (path, mode) = match new {
             Armed::Root(path) | Armed::Linked(path) => (path, RecursiveMode::Recursive),
             Armed::Ancestor(path) => (path, RecursiveMode::NonRecursive),
@@ -133,7 +143,7 @@ fn arm(
             })?;
     }
     *armed = wanted;
-    Ok(())
+    Ok(widened)
 }
 
 fn plan(root: &Path) -> Armed {
