@@ -6,6 +6,7 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
+use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use crate::util::{Env, canonical_dump, fts_integrity, jsonl_files};
@@ -13,6 +14,10 @@ use crate::util::{Env, canonical_dump, fts_integrity, jsonl_files};
 /// A running `piidx watch`, killed on drop.
 struct Watching {
     child: Child,
+    /// Its first sync's summary line.
+    first: String,
+    /// The summary line of each later sync, as it comes.
+    lines: Receiver<String>,
 }
 
 impl Watching {
@@ -25,14 +30,26 @@ impl Watching {
             .stderr(Stdio::null())
             .spawn()
             .expect("start piidx watch");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("read the first sync");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        // Every line is read: a watcher whose output is closed stops, as
+        // any program writing to a closed pipe.
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the first sync");
         assert!(first.contains("files_seen"), "first line: {first:?}");
-        // The later lines are read too: a watcher whose output is closed
-        // stops, as any program writing to a closed pipe.
-        std::thread::spawn(move || for _ in stdout.lines() {});
-        Watching { child }
+        Watching {
+            child,
+            first,
+            lines,
+        }
     }
 }
 
@@ -174,27 +191,12 @@ fn a_linked_folder_is_watched_and_a_link_above_the_root_is_not() {
     symlink(&elsewhere, project.join("linked")).expect("link to a folder elsewhere");
     symlink(env.dir.path(), project.join("up")).expect("link to the root's parent");
 
-    let root = env.root.to_string_lossy().into_owned();
-    let mut child = env
-        .command(&["watch", "--root", &root, "--json", "--debounce", "50"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start piidx watch");
-    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let (lines, synced) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stdout.lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let watching = Watching { child };
-    let first = synced
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the first sync");
-    assert!(first.contains("symlink loop"), "first sync: {first}");
+    let watching = Watching::start(&env, &env.root);
+    assert!(
+        watching.first.contains("symlink loop"),
+        "first sync: {}",
+        watching.first
+    );
 
     session(
         &elsewhere.join("2026-03-01T00-00-00-000Z_w5.jsonl"),
@@ -204,7 +206,7 @@ fn a_linked_folder_is_watched_and_a_link_above_the_root_is_not() {
     until_search(&env, "farawayword", true);
     // The change's syncs, then quiet: no sync wakes the next one.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while synced.recv_timeout(Duration::from_secs(2)).is_ok() {
+    while watching.lines.recv_timeout(Duration::from_secs(2)).is_ok() {
         assert!(
             Instant::now() < deadline,
             "the watcher keeps syncing with nothing changed"
