@@ -13,10 +13,11 @@
 //! ancestor and armed when it appears. A folder the sync's walk entered
 //! through a link is watched where it is; the watches follow no link
 //! themselves, so a link to `/` or to the home folder (a loop, which the
-//! walk does not follow either) does not watch everything there. The sync
-//! lock is taken per sync, as
-//! `piidx sync` takes it, so a cron or manual sync still runs beside the
-//! watcher; when one holds the lock, the watcher tries again shortly.
+//! walk does not follow either) does not watch everything there.
+//!
+//! The sync lock is taken per sync, as `piidx sync` takes it, so a cron or
+//! manual sync still runs beside the watcher; when one holds the lock, the
+//! watcher tries again shortly.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
