@@ -101,19 +101,7 @@ pub fn ingest(
     let mut reader =
         LineReader::new(reader_file, state.cursor.offset, max_line_bytes).map_err(wrap)?;
     while let Some(line) = reader.next_line().map_err(wrap)? {
-        let outcome = match line {
-            Line::Text {
-                offset,
-                bytes,
-                terminated,
-            } => state.take_line(offset, bytes, terminated),
-            Line::Oversized {
-                offset,
-                len,
-                terminated,
-            } => state.take_oversized(offset, len, terminated),
-        };
-        match outcome {
+        match state.take(line) {
             Step::Next => {}
             Step::Pending => break,
             Step::Skip(reason) => {
@@ -147,16 +135,15 @@ pub fn is_port_sqlite(path: &std::path::Path) -> bool {
             .is_some_and(|name| name != crate::store::port_sqlite::SESSION_INDEX)
 }
 
-/// A pi_agent_rust SQLite session, read whole (the port rewrites it whole
-/// on every save) as the lines of its JSONL equivalent: offsets and line
-/// numbers are those lines', and no fingerprint is kept (any change of the
-/// file's stat reads it again from scratch).
+/// A pi_agent_rust SQLite session, read from its start (the port rewrites
+/// it whole on every save) as the lines of its JSONL equivalent: offsets
+/// and line numbers are those lines', and no fingerprint is kept (any
+/// change of the file's stat reads it again from scratch).
 fn ingest_port_sqlite(
     target: &Target,
     options: IngestOptions,
     emit: &mut dyn FnMut(Batch) -> bool,
 ) -> Result<(), IngestError> {
-    use crate::store::port_sqlite::{PortLine, each_line};
     let max_line_bytes = options.max_line_bytes;
     let mut state = FileRun {
         target,
@@ -165,20 +152,13 @@ fn ingest_port_sqlite(
         batch: new_batch(target, true),
         title_slot: None,
     };
-    let mut offset = 0u64;
     let mut skipped = None;
     let mut stopped = false;
-    let read = each_line(&target.path, max_line_bytes, &mut |line| {
-        let (step, len) = match line {
-            PortLine::Text(bytes) => (state.take_line(offset, bytes, true), bytes.len() as u64),
-            PortLine::Oversized(len) => (state.take_oversized(offset, len, true), len),
-        };
-        if let Step::Skip(reason) = step {
+    let read = crate::store::port_sqlite::each_line(&target.path, max_line_bytes, &mut |line| {
+        if let Step::Skip(reason) = state.take(line) {
             skipped = Some(reason);
             return false;
         }
-        // Offsets are those of the JSONL equivalent: a newline after each.
-        offset += len + 1;
         if state.batch_bytes() >= crate::fault::batch_bytes(BATCH_BYTES) {
             let batch = state.finish_virtual_batch(None);
             stopped = !emit(batch);
@@ -303,6 +283,23 @@ impl FileRun<'_> {
         batch.status = FileStatus::Skipped(reason);
         batch.last = true;
         batch
+    }
+
+    /// Indexes one line of the file, or records it (over the cap, or not
+    /// JSON); `Pending` for an unterminated tail to read again later.
+    fn take(&mut self, line: Line<'_>) -> Step {
+        match line {
+            Line::Text {
+                offset,
+                bytes,
+                terminated,
+            } => self.take_line(offset, bytes, terminated),
+            Line::Oversized {
+                offset,
+                len,
+                terminated,
+            } => self.take_oversized(offset, len, terminated),
+        }
     }
 
     fn take_oversized(&mut self, offset: u64, len: u64, terminated: bool) -> Step {

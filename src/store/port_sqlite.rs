@@ -4,7 +4,7 @@
 //! (the port's `src/session_sqlite.rs`). Read here, read-only, as the lines
 //! of the equivalent JSONL file: the header, then the entries by `seq`. The
 //! port replaces the whole content in one transaction per save, so a file
-//! that changed is read whole again.
+//! that changed is read again from its start, row by row.
 //!
 //! Images and media over 64 KiB are not in the entries' JSON: a block's
 //! `data` is `{"$piBlob":"sha256:<hex>",…}` and the bytes are a row of the
@@ -16,6 +16,8 @@ use std::path::Path;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
+
+use crate::read::Line;
 
 /// Why a `.sqlite` file is not read as a session.
 #[derive(Debug, thiserror::Error)]
@@ -31,19 +33,12 @@ pub enum PortSqliteError {
 /// The file name of the port's session index, which holds no session.
 pub const SESSION_INDEX: &str = "session-index.sqlite";
 
-/// One line of a port session, as `each_line` hands it over.
-#[derive(Debug, PartialEq, Eq)]
-pub enum PortLine<'a> {
-    /// The JSON as stored (the port writes no newline in it).
-    Text(&'a [u8]),
-    /// A JSON longer than the cap, by its length in bytes: never read.
-    Oversized(u64),
-}
-
 /// Hands `take` the session's lines one at a time, as the JSONL reader
-/// does a file's: the header's JSON, then every entry's in `seq` order;
-/// stops early when `take` returns false. Memory is bounded by the longest
-/// line under `max_line`, not by the session.
+/// (`read::LineReader`) does a file's, at the offsets of the JSONL
+/// equivalent (a newline after each; the port's JSON has none in it): the
+/// header's JSON, then every entry's in `seq` order; stops early when
+/// `take` returns false. Memory is bounded by the longest line under
+/// `max_line`, not by the session.
 ///
 /// The file is anyone's: a table with a column computed when read (a
 /// generated column, say `printf('%.*c', 1e9, 'x')`) is not the port's and
@@ -51,7 +46,7 @@ pub enum PortLine<'a> {
 pub fn each_line(
     path: &Path,
     max_line: usize,
-    take: &mut dyn FnMut(PortLine<'_>) -> bool,
+    take: &mut dyn FnMut(Line<'_>) -> bool,
 ) -> Result<(), PortSqliteError> {
     let conn = open_read_only(path)?;
     let (tables, computed): (i64, i64) = conn.query_row(
@@ -66,27 +61,45 @@ pub fn each_line(
         return Err(PortSqliteError::NotASession);
     }
     let cap = i64::try_from(max_line).unwrap_or(i64::MAX);
+    let mut offset = 0u64;
     // The length comes from the record header; the text is read only
     // when it is under the cap.
-    for table in [
+    for rows_from in [
         "pi_session_header LIMIT 1",
         "pi_session_entries ORDER BY seq ASC",
     ] {
         let mut stmt = conn.prepare(&format!(
             "SELECT octet_length(json),
                     CASE WHEN octet_length(json) <= ?1 THEN CAST(json AS BLOB) END
-               FROM {table}"
+               FROM {rows_from}"
         ))?;
         let mut rows = stmt.query([cap])?;
         while let Some(row) = rows.next()? {
-            let line = match (row.get::<_, Option<i64>>(0)?, row.get_ref(1)?) {
-                (_, ValueRef::Blob(bytes)) => PortLine::Text(bytes),
-                (Some(len), _) => PortLine::Oversized(u64::try_from(len).unwrap_or(0)),
-                (None, _) => PortLine::Text(b""),
+            // NULL (no JSON at all) reads as an empty line.
+            let len = row
+                .get::<_, Option<i64>>(0)?
+                .map_or(0, |len| u64::try_from(len).unwrap_or(0));
+            let line = match row.get_ref(1)? {
+                ValueRef::Blob(bytes) => Line::Text {
+                    offset,
+                    bytes,
+                    terminated: true,
+                },
+                _ if len > 0 => Line::Oversized {
+                    offset,
+                    len,
+                    terminated: true,
+                },
+                _ => Line::Text {
+                    offset,
+                    bytes: b"",
+                    terminated: true,
+                },
             };
             if !take(line) {
                 return Ok(());
             }
+            offset += len + 1;
         }
     }
     Ok(())
