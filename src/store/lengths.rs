@@ -1,7 +1,7 @@
 //! Each full-text row's length in tokens, kept in a shard beside FTS5's own
 //! `<table>_docsize` rows, in the layout ranking reads fastest.
 //!
-//! `piidx_bm25` needs every match's length (`rank`). FTS5 keeps it in a
+//! `piidx_bm25_parts` needs every match's length (`rank`). FTS5 keeps it in a
 //! docsize row per row: a B-tree row to step to or seek for each match,
 //! a large part of a search's work (docs/performance.md). Here the lengths of a shard's
 //! rows sit in blocks of `SLOTS` two-byte slots, one row of

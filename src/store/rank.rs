@@ -1,17 +1,30 @@
-//! `piidx_bm25(fts)`: the FTS5 auxiliary function search ranks with. It is
-//! part of the store because the shards' readers (`shard_readers`) register
-//! it on their connections, as search does on the index's.
+//! `piidx_bm25_parts(fts)`: the FTS5 auxiliary function search ranks with,
+//! and the bm25 it feeds (`Scorer`). It is part of the store because the
+//! shards' readers (`shard_readers`) register it on their connections, as
+//! search does on the index's.
 //!
-//! It is FTS5's own `bm25()` (k1 = 1.2, b = 0.75, the same formula, the same
-//! per-phrase IDF) except for a query of a single phrase, which gets no IDF
-//! factor. `bm25()` computes each phrase's IDF before it scores the first
-//! row, by walking every match of the phrase in the table: for a common word
-//! that walk is most of the ranking query even when only the newest few
-//! thousand matches are scored (4 ms of 5.5 for `the` in one shard of the
-//! 1 GB benchmark database, docs/performance.md). With one phrase the IDF
+//! The score is FTS5's own `bm25()` (k1 = 1.2, b = 0.75, the same formula,
+//! the same per-phrase IDF) over every shard at once, except for a query of
+//! a single phrase, which gets no IDF factor. Each shard's table knows only
+//! its own rows: its row count, token total and each phrase's matches
+//! differ from the other shards' and from the whole index's, and which
+//! shard a chunk lands in depends on the order a sync's workers finished
+//! its files. Scored in its shard, the same chunk scored differently from
+//! one fresh sync to the next, and so did the order of the hits. So the
+//! function scores nothing: for each row it returns the row's parts (its
+//! length and each phrase's count in it) with its shard's statistics, and
+//! search adds the shards' statistics up and scores every match with them
+//! (`Scorer`), as `bm25()` would over one table holding every chunk. A
+//! shard with no match has no row to carry its statistics; they are read
+//! from its table instead (`ShardStats::read`).
+//!
+//! `bm25()` computes each phrase's IDF before it scores the first row, by
+//! walking every match of the phrase in the table: for a common word that
+//! walk is most of the ranking query even when only the newest few thousand
+//! matches are scored (4 ms of 5.5 for `the` in one shard of the 1 GB
+//! benchmark database, docs/performance.md). With one phrase the IDF
 //! multiplies every row's score by the same number, so it cannot change the
-//! order; left out, it also stops differing between the shards (each shard
-//! has its own row and match counts), so their scores compare exactly.
+//! order, and the walk is left out.
 //!
 //! Each phrase's count in a row is read from its own positions
 //! (`xPhraseFirst`, `xPhraseNext`), not from the row's instance list, which
@@ -21,27 +34,27 @@
 //! what FTS5's `xColumnSize` gives, which looks it up in the table's
 //! `<table>_docsize` rows with a statement of its own (~0.6 µs a row, most
 //! of a shard's ranking of a common word's newest matches). Given the shard
-//! and table as `piidx_bm25(fts, 'fts0', 'fts')`, it reads the lengths the
-//! shard keeps in blocks instead (`lengths`): one small row per block of
-//! neighbouring chunks. A row whose length is not there is asked of
-//! `xColumnSize`, so the scores are the same either way.
+//! and table as `piidx_bm25_parts(fts, 'fts0', 'fts')`, it reads the
+//! lengths the shard keeps in blocks instead (`lengths`): one small row per
+//! block of neighbouring chunks. A row whose length is not there is asked
+//! of `xColumnSize`, so the parts are the same either way.
 //!
 //! Registered per connection through the `fts5_api` pointer FTS5 hands out
 //! to `SELECT fts5(?1)` (the documented way; rusqlite has no FTS5 API).
 
-use rusqlite::ffi;
+use rusqlite::{OptionalExtension, ffi};
 use std::ffi::{c_int, c_void};
 
 use super::lengths;
 
 /// The SQL name of the function.
-pub const FUNCTION: &str = "piidx_bm25";
+pub const FUNCTION: &str = "piidx_bm25_parts";
 
 /// BM25's constants, as FTS5 sets them.
 pub(crate) const K1: f64 = 1.2;
 pub(crate) const B: f64 = 0.75;
 
-/// Makes `piidx_bm25` available to the FTS5 tables of `conn`, attached
+/// Makes `piidx_bm25_parts` available to the FTS5 tables of `conn`, attached
 /// databases included.
 pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     // SAFETY: the handle is only used while `conn` is borrowed, on this
@@ -53,9 +66,9 @@ pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
             match (*api).xCreateFunction {
                 Some(create) => create(
                     api,
-                    c"piidx_bm25".as_ptr(),
+                    c"piidx_bm25_parts".as_ptr(),
                     std::ptr::null_mut(),
-                    Some(piidx_bm25),
+                    Some(piidx_bm25_parts),
                     None,
                 ),
                 None => ffi::SQLITE_ERROR,
@@ -75,14 +88,17 @@ pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 
 /// What one query computes once and reuses for every row (FTS5 auxdata).
 struct QueryData {
-    avgdl: f64,
-    idf: Vec<f64>,
-    freq: Vec<f64>,
+    /// Each row's value begins with these bytes: the shard's statistics
+    /// (`Parts::header`).
+    header: Vec<u8>,
+    /// The row's value, built here and copied out by SQLite.
+    row: Vec<u8>,
+    freq: Vec<u32>,
     /// The shard's lengths, when the function was told the shard and table.
     lengths: Option<Lengths>,
 }
 
-unsafe extern "C" fn piidx_bm25(
+unsafe extern "C" fn piidx_bm25_parts(
     api: *const ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     ctx: *mut ffi::sqlite3_context,
@@ -93,8 +109,13 @@ unsafe extern "C" fn piidx_bm25(
     // context, and `n_val` argument values, for the duration of the call.
     unsafe {
         let table = || lengths_table(ctx, n_val, values);
-        match score(&*api, fts, table) {
-            Ok(score) => ffi::sqlite3_result_double(ctx, score),
+        match row_parts(&*api, fts, table) {
+            Ok(row) => match c_int::try_from(row.len()) {
+                Ok(len) => {
+                    ffi::sqlite3_result_blob(ctx, row.as_ptr().cast(), len, ffi::SQLITE_TRANSIENT())
+                }
+                Err(_) => ffi::sqlite3_result_error_toobig(ctx),
+            },
             Err(rc) => ffi::sqlite3_result_error_code(ctx, rc),
         }
     }
@@ -113,14 +134,15 @@ fn check(rc: c_int) -> Result<(), c_int> {
     }
 }
 
-/// The current row's score: lower is better, as with `bm25()`. `table`:
+/// The current row's value (`Parts`), valid until the next row. `table`:
 /// the connection, shard and table named in the arguments, if any.
-unsafe fn score(
+unsafe fn row_parts<'q>(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     table: impl FnOnce() -> Option<(*mut ffi::sqlite3, String, String)>,
-) -> Result<f64, c_int> {
-    // SAFETY: FTS5 passes valid pointers for the duration of the call.
+) -> Result<&'q [u8], c_int> {
+    // SAFETY: FTS5 passes valid pointers for the duration of the call; the
+    // auxdata lives until the query ends, past this row's copy.
     unsafe {
         let query = &mut *query_data(api, fts, table)?;
         phrase_frequencies(api, fts, &mut query.freq)?;
@@ -134,14 +156,15 @@ unsafe fn score(
                 tokens
             }
         };
-        let length_norm = K1 * (1.0 - B + B * f64::from(tokens) / query.avgdl);
-        let sum: f64 = query
-            .idf
-            .iter()
-            .zip(&query.freq)
-            .map(|(idf, freq)| idf * ((freq * (K1 + 1.0)) / (freq + length_norm)))
-            .sum();
-        Ok(-sum)
+        query.row.clear();
+        query.row.extend_from_slice(&query.header);
+        query
+            .row
+            .extend_from_slice(&u32::try_from(tokens).unwrap_or(0).to_le_bytes());
+        for freq in &query.freq {
+            query.row.extend_from_slice(&freq.to_le_bytes());
+        }
+        Ok(&query.row)
     }
 }
 
@@ -158,7 +181,7 @@ unsafe fn score(
 unsafe fn phrase_frequencies(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
-    freq: &mut [f64],
+    freq: &mut [u32],
 ) -> Result<(), c_int> {
     let (first, next) = (method(api.xPhraseFirst)?, method(api.xPhraseNext)?);
     for (phrase, freq) in freq.iter_mut().enumerate() {
@@ -178,12 +201,13 @@ unsafe fn phrase_frequencies(
                 next(fts, &mut iter, &mut column, &mut offset);
             }
         }
-        *freq = f64::from(count);
+        *freq = count;
     }
     Ok(())
 }
 
-/// The query's `QueryData`, computed on the first row.
+/// The query's `QueryData`, computed on the first row: the shard's row
+/// count, token total and, with several phrases, each phrase's matches.
 unsafe fn query_data(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
@@ -199,23 +223,21 @@ unsafe fn query_data(
         let (mut rows, mut tokens): (i64, i64) = (0, 0);
         check(method(api.xRowCount)?(fts, &mut rows))?;
         check(method(api.xColumnTotalSize)?(fts, -1, &mut tokens))?;
-        let avgdl = if rows > 0 && tokens > 0 {
-            tokens as f64 / rows as f64
+        let hits = if phrases == 1 {
+            None
         } else {
-            1.0
+            Some(
+                (0..phrases)
+                    .map(|phrase| phrase_hits(api, fts, phrase))
+                    .collect::<Result<_, _>>()?,
+            )
         };
-        let idf = if phrases == 1 {
-            vec![1.0]
-        } else {
-            (0..phrases)
-                .map(|phrase| phrase_idf(api, fts, phrase, rows))
-                .collect::<Result<_, _>>()?
-        };
+        let stats = ShardStats { rows, tokens, hits };
         let lengths = table().and_then(|(db, schema, table)| Lengths::prepare(db, &schema, &table));
         let data = Box::into_raw(Box::new(QueryData {
-            avgdl,
-            idf,
-            freq: vec![0.0; phrases],
+            header: Parts::header(&stats, phrases),
+            row: Vec::new(),
+            freq: vec![0; phrases],
             lengths,
         }));
         // On failure FTS5 has already called `drop_query_data` on `data`.
@@ -228,14 +250,13 @@ unsafe fn query_data(
     }
 }
 
-/// `bm25()`'s IDF of one phrase: ln((N − n + 0.5) / (n + 0.5)), at least 1e-6,
-/// where n is the number of rows matching the phrase.
-unsafe fn phrase_idf(
+/// The number of rows matching one phrase, as `bm25()` counts them for its
+/// IDF.
+unsafe fn phrase_hits(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     phrase: usize,
-    rows: i64,
-) -> Result<f64, c_int> {
+) -> Result<i64, c_int> {
     // SAFETY: FTS5 passes valid pointers for the duration of the call.
     unsafe {
         let mut hits: i64 = 0;
@@ -246,8 +267,7 @@ unsafe fn phrase_idf(
             (&mut hits as *mut i64).cast(),
             Some(count_row),
         ))?;
-        let idf = ((rows - hits) as f64 + 0.5).ln() - (hits as f64 + 0.5).ln();
-        Ok(if idf <= 0.0 { 1e-6 } else { idf })
+        Ok(hits)
     }
 }
 
@@ -268,6 +288,216 @@ unsafe extern "C" fn drop_query_data(data: *mut c_void) {
     unsafe {
         drop(Box::from_raw(data.cast::<QueryData>()));
     }
+}
+
+/// One shard's part of bm25's statistics for a query.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShardStats {
+    /// The rows of the shard's table.
+    pub rows: i64,
+    /// Their tokens, all together.
+    pub tokens: i64,
+    /// How many rows match each phrase of the query: `None` for a query
+    /// of one phrase (its IDF is left out), or when they cannot be told
+    /// (`ShardStats::read`).
+    pub hits: Option<Vec<i64>>,
+}
+
+impl ShardStats {
+    /// The statistics of `schema.table` for the query `expr`, read without
+    /// a matching row: the row count and token total from the table's
+    /// averages record (FTS5's `xRowCount` and `xColumnTotalSize` read
+    /// it), and each phrase's matches counted by a query of the phrase
+    /// alone, when `expr` has several and their list can be told
+    /// (`syntax::phrases`).
+    pub fn read(
+        conn: &rusqlite::Connection,
+        schema: &str,
+        table: &str,
+        phrases: Option<&[String]>,
+    ) -> rusqlite::Result<ShardStats> {
+        let averages: Option<Vec<u8>> = conn
+            .query_row(
+                &format!("SELECT block FROM \"{schema}\".\"{table}_data\" WHERE id = 1"),
+                [],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let (rows, tokens) = averages.as_deref().map_or((0, 0), read_averages);
+        let hits = match phrases {
+            Some(phrases) if phrases.len() > 1 => {
+                let mut count = conn.prepare(&format!(
+                    "SELECT count(*) FROM \"{schema}\".\"{table}\" WHERE \"{table}\" MATCH ?1"
+                ))?;
+                let hits = phrases
+                    .iter()
+                    .map(|phrase| count.query_row([phrase], |row| row.get(0)))
+                    .collect::<rusqlite::Result<_>>()?;
+                Some(hits)
+            }
+            _ => None,
+        };
+        Ok(ShardStats { rows, tokens, hits })
+    }
+}
+
+/// FTS5's averages record (rowid 1 of `<table>_data`): the row count, then
+/// each column's token total, as SQLite varints. A record cut short counts
+/// what it holds.
+fn read_averages(record: &[u8]) -> (i64, i64) {
+    let mut at = 0;
+    let mut next = || read_varint(record, &mut at);
+    let rows = next().unwrap_or(0);
+    let mut tokens: u64 = 0;
+    while let Some(column) = next() {
+        tokens = tokens.wrapping_add(column);
+    }
+    (rows as i64, tokens as i64)
+}
+
+/// A SQLite varint (big-endian groups of 7 bits, the ninth byte whole), as
+/// FTS5 writes its records (`sqlite3Fts5GetVarint`).
+fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut value: u64 = 0;
+    for n in 0..9 {
+        let byte = *bytes.get(*at)?;
+        *at += 1;
+        if n == 8 {
+            return Some((value << 8) | u64::from(byte));
+        }
+        value = (value << 7) | u64::from(byte & 0x7f);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    Some(value)
+}
+
+/// A row's value of `piidx_bm25_parts`, little-endian: its shard's
+/// statistics (rows, tokens as i64; the phrase count as u32; with several
+/// phrases, each one's hits as i64), then the row's length and each
+/// phrase's count in it (u32 each). Read without copying: every row carries
+/// its shard's statistics, which a reader takes once (`stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts<'a> {
+    /// The shard's row count and token total (16 bytes).
+    totals: &'a [u8; 16],
+    /// Each phrase's hits, 8 bytes each; empty for one phrase.
+    hits: &'a [u8],
+    pub tokens: u32,
+    freq: &'a [u8],
+}
+
+impl<'a> Parts<'a> {
+    fn header(stats: &ShardStats, phrases: usize) -> Vec<u8> {
+        let mut header = Vec::with_capacity(20 + 8 * phrases);
+        header.extend_from_slice(&stats.rows.to_le_bytes());
+        header.extend_from_slice(&stats.tokens.to_le_bytes());
+        header.extend_from_slice(&u32::try_from(phrases).unwrap_or(0).to_le_bytes());
+        for hits in stats.hits.iter().flatten() {
+            header.extend_from_slice(&hits.to_le_bytes());
+        }
+        header
+    }
+
+    /// Reads a value the function returned; `None` if it is not one.
+    pub fn read(value: &'a [u8]) -> Option<Parts<'a>> {
+        let (totals, rest) = value.split_first_chunk::<16>()?;
+        let (phrases, rest) = rest.split_first_chunk::<4>()?;
+        let phrases = usize::try_from(u32::from_le_bytes(*phrases)).ok()?;
+        let hits_len = if phrases == 1 { 0 } else { 8 * phrases };
+        let (hits, rest) = rest.split_at_checked(hits_len)?;
+        let (tokens, freq) = rest.split_first_chunk::<4>()?;
+        (freq.len() == 4 * phrases).then_some(Parts {
+            totals,
+            hits,
+            tokens: u32::from_le_bytes(*tokens),
+            freq,
+        })
+    }
+
+    /// The statistics of the row's shard.
+    pub fn stats(&self) -> ShardStats {
+        let (rows, tokens) = self.totals.split_at(8);
+        let int = |bytes: &[u8]| bytes.try_into().map_or(0, i64::from_le_bytes);
+        ShardStats {
+            rows: int(rows),
+            tokens: int(tokens),
+            hits: (self.phrases() != 1).then(|| self.hits.chunks_exact(8).map(int).collect()),
+        }
+    }
+
+    /// How many phrases the query has.
+    pub fn phrases(&self) -> usize {
+        self.freq.len() / 4
+    }
+
+    /// Each phrase's count in the row.
+    pub fn freq(&self) -> impl Iterator<Item = u32> + '_ {
+        self.freq
+            .chunks_exact(4)
+            .map(|bytes| bytes.try_into().map_or(0, u32::from_le_bytes))
+    }
+}
+
+/// bm25 over every shard together: the IDF of each phrase and the average
+/// row length from the sum of the shards' statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scorer {
+    avgdl: f64,
+    idf: Vec<f64>,
+}
+
+impl Scorer {
+    /// For a query of `phrases` phrases over the shards of `stats`. A
+    /// shard whose hits are not known (or are another query's) adds none.
+    pub fn new<'s>(stats: impl IntoIterator<Item = &'s ShardStats>, phrases: usize) -> Scorer {
+        let (mut rows, mut tokens) = (0_i64, 0_i64);
+        let mut hits = vec![0_i64; phrases];
+        for shard in stats {
+            rows = rows.saturating_add(shard.rows);
+            tokens = tokens.saturating_add(shard.tokens);
+            if let Some(shard_hits) = shard.hits.as_ref().filter(|h| h.len() == phrases) {
+                for (sum, hits) in hits.iter_mut().zip(shard_hits) {
+                    *sum = sum.saturating_add(*hits);
+                }
+            }
+        }
+        let avgdl = if rows > 0 && tokens > 0 {
+            tokens as f64 / rows as f64
+        } else {
+            1.0
+        };
+        let idf = if phrases == 1 {
+            vec![1.0]
+        } else {
+            hits.iter().map(|&hits| idf(rows, hits)).collect()
+        };
+        Scorer { avgdl, idf }
+    }
+
+    /// A row's score, lower is better, as with `bm25()`: `tokens` its
+    /// length, `freq` each phrase's count in it.
+    pub fn score(&self, tokens: u32, freq: impl Iterator<Item = u32>) -> f64 {
+        let length_norm = K1 * (1.0 - B + B * f64::from(tokens) / self.avgdl);
+        let sum: f64 = self
+            .idf
+            .iter()
+            .zip(freq)
+            .map(|(idf, freq)| {
+                let freq = f64::from(freq);
+                idf * ((freq * (K1 + 1.0)) / (freq + length_norm))
+            })
+            .sum();
+        -sum
+    }
+}
+
+/// `bm25()`'s IDF of one phrase: ln((N − n + 0.5) / (n + 0.5)), at least 1e-6,
+/// where n is the number of rows matching the phrase.
+fn idf(rows: i64, hits: i64) -> f64 {
+    let idf = ((rows - hits) as f64 + 0.5).ln() - (hits as f64 + 0.5).ln();
+    if idf <= 0.0 { 1e-6 } else { idf }
 }
 
 /// The shard and FTS5 table named by the function's two optional
@@ -430,6 +660,37 @@ mod tests {
             .unwrap()
     }
 
+    /// Each matching row of `sql` (rowid, the function's value) scored with
+    /// the statistics of `stats` and the rows' own.
+    fn scored_with(
+        conn: &rusqlite::Connection,
+        sql: &str,
+        query: &str,
+        stats: &[ShardStats],
+    ) -> Vec<(i64, f64)> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let rows: Vec<(i64, Vec<u8>)> = stmt
+            .query_map([query], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        rows.iter()
+            .map(|(rowid, value)| {
+                let parts = Parts::read(value).expect("the function's value");
+                let mut all = stats.to_vec();
+                all.push(parts.stats());
+                let scorer = Scorer::new(&all, parts.phrases());
+                (*rowid, scorer.score(parts.tokens, parts.freq()))
+            })
+            .collect()
+    }
+
+    /// Our scores of `query` over `t` alone.
+    fn ours(conn: &rusqlite::Connection, query: &str) -> Vec<(i64, f64)> {
+        let sql = format!("SELECT rowid, {FUNCTION}(t) FROM t WHERE t MATCH ?1 ORDER BY rowid");
+        scored_with(conn, &sql, query, &[])
+    }
+
     #[test]
     fn several_phrases_score_exactly_as_bm25() {
         let conn = table();
@@ -439,13 +700,110 @@ mod tests {
             "\"alpha beta\" OR delta",
             "gamma NOT beta",
         ] {
-            let ours = scores(&conn, FUNCTION, query);
+            let ours = ours(&conn, query);
             let theirs = scores(&conn, "bm25", query);
             assert_eq!(ours.len(), theirs.len(), "{query}");
             for ((rowid, a), (_, b)) in ours.iter().zip(&theirs) {
                 assert!((a - b).abs() < 1e-12, "{query} row {rowid}: {a} vs {b}");
             }
         }
+    }
+
+    /// Rows of `t` dealt to shards `s0` and `s1` (contentless, as piidx's
+    /// are) in several ways, one of which leaves a shard without a match
+    /// of a query: each match scored with both shards' statistics scores
+    /// exactly as `bm25()` over `t`, whichever shard it is in.
+    #[test]
+    fn shards_together_score_as_one_table() {
+        let conn = table();
+        let bodies: Vec<(i64, String)> = {
+            let mut stmt = conn.prepare("SELECT rowid, body FROM t").unwrap();
+            stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        let dealings: [fn(i64) -> bool; 4] =
+            [|id| id % 2 == 0, |id| id <= 3, |id| id == 3, |_| true];
+        let queries: [(&str, &[&str]); 5] = [
+            ("alpha beta", &["\"alpha\"", "\"beta\""]),
+            ("alpha OR beta", &["\"alpha\"", "\"beta\""]),
+            ("\"alpha beta\" OR delta", &["\"alpha beta\"", "\"delta\""]),
+            ("gamma NOT beta", &["\"gamma\"", "\"beta\""]),
+            ("beta zeta", &["\"beta\"", "\"zeta\""]),
+        ];
+        let mut empty_shards = 0;
+        for in_first in dealings {
+            conn.execute_batch(
+                "DROP TABLE IF EXISTS s0; DROP TABLE IF EXISTS s1;
+                 CREATE VIRTUAL TABLE s0 USING fts5(body, content = '');
+                 CREATE VIRTUAL TABLE s1 USING fts5(body, content = '');",
+            )
+            .unwrap();
+            for (id, body) in &bodies {
+                let shard = if in_first(*id) { "s0" } else { "s1" };
+                conn.execute(
+                    &format!("INSERT INTO {shard}(rowid, body) VALUES (?1, ?2)"),
+                    rusqlite::params![id, body],
+                )
+                .unwrap();
+            }
+            for (query, phrases) in queries {
+                let phrases: Vec<String> = phrases.iter().map(|p| p.to_string()).collect();
+                let mut ours = Vec::new();
+                for (shard, other) in [("s0", "s1"), ("s1", "s0")] {
+                    let other = ShardStats::read(&conn, "main", other, Some(&phrases)).unwrap();
+                    let sql = format!(
+                        "SELECT rowid, {FUNCTION}({shard}) FROM {shard} WHERE {shard} MATCH ?1"
+                    );
+                    let scored = scored_with(&conn, &sql, query, &[other]);
+                    if scored.is_empty() {
+                        empty_shards += 1;
+                    }
+                    ours.extend(scored);
+                }
+                ours.sort_by_key(|(rowid, _)| *rowid);
+                let theirs = scores(&conn, "bm25", query);
+                assert_eq!(ours.len(), theirs.len(), "{query}");
+                for ((rowid, a), (_, b)) in ours.iter().zip(&theirs) {
+                    assert!((a - b).abs() < 1e-12, "{query} row {rowid}: {a} vs {b}");
+                }
+            }
+        }
+        assert!(empty_shards > 3, "some shard had no match: {empty_shards}");
+    }
+
+    /// A shard's statistics read from its table are those its matches
+    /// carry, and an empty table's are nothing.
+    #[test]
+    fn statistics_read_from_the_table_are_the_functions() {
+        let conn = table();
+        for (query, phrases) in [
+            ("alpha", vec!["\"alpha\""]),
+            ("alpha beta", vec!["\"alpha\"", "\"beta\""]),
+            (
+                "al* AND (gamma OR zeta)",
+                vec!["\"al\"*", "\"gamma\"", "\"zeta\""],
+            ),
+        ] {
+            let phrases: Vec<String> = phrases.iter().map(|p| p.to_string()).collect();
+            let value: Vec<u8> = conn
+                .query_row(
+                    &format!("SELECT {FUNCTION}(t) FROM t WHERE t MATCH ?1 LIMIT 1"),
+                    [query],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            let parts = Parts::read(&value).unwrap();
+            assert_eq!(parts.stats().rows, 6);
+            assert_eq!(parts.stats().tokens, 21);
+            let read = ShardStats::read(&conn, "main", "t", Some(&phrases)).unwrap();
+            assert_eq!(read, parts.stats(), "{query}");
+        }
+        conn.execute_batch("CREATE VIRTUAL TABLE e USING fts5(body, content = '');")
+            .unwrap();
+        let read = ShardStats::read(&conn, "main", "e", None).unwrap();
+        assert_eq!(read, ShardStats::default());
     }
 
     #[test]
@@ -493,18 +851,17 @@ mod tests {
             ("rowid", "alpha"),
             ("rowid DESC LIMIT 7", "beta"),
         ] {
-            let rows = |function: &str| -> Vec<(i64, f64)> {
-                let sql =
-                    format!("SELECT rowid, {function} FROM t WHERE t MATCH ?1 ORDER BY {order}");
+            let rows = |call: &str| -> Vec<(i64, Vec<u8>)> {
+                let sql = format!("SELECT rowid, {call} FROM t WHERE t MATCH ?1 ORDER BY {order}");
                 let mut stmt = conn.prepare(&sql).unwrap();
                 stmt.query_map([query], |row| Ok((row.get(0)?, row.get(1)?)))
                     .unwrap()
                     .collect::<rusqlite::Result<_>>()
                     .unwrap()
             };
-            let read = rows("piidx_bm25(t, 'main', 't')");
+            let read = rows(&format!("{FUNCTION}(t, 'main', 't')"));
             assert!(!read.is_empty(), "{query}");
-            assert_eq!(read, rows("piidx_bm25(t)"), "{query} {order}");
+            assert_eq!(read, rows(&format!("{FUNCTION}(t)")), "{query} {order}");
         }
         // The lengths are read (the comparison above would also hold if
         // none were).
@@ -532,7 +889,7 @@ mod tests {
         unsafe {
             let api = &*api;
             let phrases = usize::try_from(api.xPhraseCount.unwrap()(fts)).unwrap();
-            let mut freq = vec![0.0; phrases];
+            let mut freq = vec![0; phrases];
             if ffi::sqlite3_value_int(*values) == 1 {
                 phrase_frequencies(api, fts, &mut freq).unwrap();
             } else {
@@ -548,10 +905,10 @@ mod tests {
                         &mut offset,
                     ))
                     .unwrap();
-                    freq[usize::try_from(phrase).unwrap()] += 1.0;
+                    freq[usize::try_from(phrase).unwrap()] += 1;
                 }
             }
-            let text: Vec<String> = freq.iter().map(f64::to_string).collect();
+            let text: Vec<String> = freq.iter().map(u32::to_string).collect();
             let text = std::ffi::CString::new(text.join(",")).unwrap();
             ffi::sqlite3_result_text(ctx, text.as_ptr(), -1, ffi::SQLITE_TRANSIENT());
         }
@@ -617,7 +974,7 @@ mod tests {
     fn one_phrase_is_bm25_without_its_idf() {
         let conn = table();
         for query in ["alpha", "beta", "\"alpha beta\"", "del*"] {
-            let ours = scores(&conn, FUNCTION, query);
+            let ours = ours(&conn, query);
             let theirs = scores(&conn, "bm25", query);
             assert!(!ours.is_empty(), "{query}");
             let ratio = theirs[0].1 / ours[0].1;

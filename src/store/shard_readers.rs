@@ -144,33 +144,37 @@ impl ShardReaders {
         }
     }
 
-    /// Runs `sqls[k]` with `params` on shard `k` of `db`, before the
+    /// Runs `jobs[k]` with `params` on shard `k` of `db`, before the
     /// index is open: shard 0's on its reader (`open_shard0`), the others'
-    /// on theirs, each by `run(connection, k, sql, params)`.
-    pub fn start<T: Send + 'static>(
+    /// on theirs, each by `run(connection, k, job, params)`.
+    pub fn start<J, T>(
         &mut self,
         db: &Path,
-        sqls: Vec<String>,
+        jobs: Vec<J>,
         params: Vec<SqlValue>,
-        run: ShardQuery<T>,
-    ) -> Started<T> {
+        run: ShardQuery<J, T>,
+    ) -> Started<J, T>
+    where
+        J: Clone + Send + 'static,
+        T: Send + 'static,
+    {
         self.open_shard0(db);
         let replies = self
             .shard0
             .iter()
             .chain(&self.readers)
-            .zip(&sqls)
+            .zip(&jobs)
             .enumerate()
-            .map(|(shard, (reader, sql))| {
-                let (sql, params, stop) = (sql.clone(), params.clone(), self.stop.clone());
+            .map(|(shard, (reader, job))| {
+                let (job, params, stop) = (job.clone(), params.clone(), self.stop.clone());
                 reader.run(false, move |conn| {
                     let _watching = stop.watch(conn);
-                    run(conn, shard, &sql, &params)
+                    run(conn, shard, &job, &params)
                 })
             })
             .collect();
         Started {
-            sqls,
+            jobs,
             params,
             replies: Some(replies),
         }
@@ -224,29 +228,29 @@ impl ShardReaders {
 }
 
 /// How `ShardReaders::start` runs a shard's query: on the connection that
-/// has shard `k` attached, with `k`, the SQL and its parameters.
-pub type ShardQuery<T> = fn(&Connection, usize, &str, &[SqlValue]) -> rusqlite::Result<Vec<T>>;
+/// has shard `k` attached, with `k`, the job (its SQL) and its parameters.
+pub type ShardQuery<J, T> = fn(&Connection, usize, &J, &[SqlValue]) -> rusqlite::Result<Vec<T>>;
 
 /// Queries `ShardReaders::start` sent to every shard, and where their
 /// rows arrive.
-pub struct Started<T> {
-    sqls: Vec<String>,
+pub struct Started<J, T> {
+    jobs: Vec<J>,
     params: Vec<SqlValue>,
     /// `None` once taken.
     replies: Option<Vec<Reply<T>>>,
 }
 
-impl<T> Started<T> {
+impl<J: PartialEq, T> Started<J, T> {
     /// Every shard's rows, shard 0's first, if the queries started were
-    /// `sqls` with `params`; `None` otherwise (their rows are dropped) and
+    /// `jobs` with `params`; `None` otherwise (their rows are dropped) and
     /// after the first call.
     pub fn take_if(
         &mut self,
-        sqls: &[String],
+        jobs: &[J],
         params: &[SqlValue],
     ) -> Option<Result<Vec<T>, ShardReadError>> {
         let replies = self.replies.take()?;
-        if self.sqls != sqls || self.params != params {
+        if self.jobs != jobs || self.params != params {
             return None;
         }
         let mut rows = Vec::new();

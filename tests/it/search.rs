@@ -10,6 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use piidx::store::rank;
 use piidx::time::format_iso_ms;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -855,39 +856,55 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
             schema
         })
         .collect();
-    piidx::store::rank::register(conn).expect("register");
+    rank::register(conn).expect("register");
+    // bm25 over both shards' statistics together (docs/search.md), from
+    // the parts of every match.
     let scored = |expr: &str, kinds: &[&str], since_ms: i64, weights: &str| {
-        let mut rows: Vec<(f64, i64, i64, String)> = Vec::new();
+        let phrases: Vec<String> = expr.split(" AND ").map(|w| format!("\"{w}\"")).collect();
+        let mut stats = Vec::new();
+        let mut found: Vec<(Vec<u8>, f64, i64, i64, String, String)> = Vec::new();
         for shard in &shards {
             let sql = format!(
-                "SELECT m.score * {weights}, e.timestamp_ms, c.chunk_id, e.entry_id, c.kind
-                 FROM (SELECT rowid, piidx_bm25(fts) AS score FROM {shard}.fts
+                "SELECT m.parts, {weights}, e.timestamp_ms, c.chunk_id, e.entry_id, c.kind
+                 FROM (SELECT rowid, piidx_bm25_parts(fts) AS parts FROM {shard}.fts
                        WHERE fts MATCH ?1) m
                  JOIN chunks c ON c.chunk_id = m.rowid
                  JOIN entries e ON e.entry_rowid = c.entry_rowid
                  WHERE e.timestamp_ms >= ?2"
             );
             let mut stmt = conn.prepare(&sql).expect("prepare");
-            let found = stmt
-                .query_map(rusqlite::params![expr, since_ms], |row| {
+            found.extend(
+                stmt.query_map(rusqlite::params![expr, since_ms], |row| {
                     Ok((
                         row.get(0)?,
                         row.get(1)?,
                         row.get(2)?,
                         row.get(3)?,
                         row.get(4)?,
+                        row.get(5)?,
                     ))
                 })
                 .expect("query")
-                .collect::<rusqlite::Result<Vec<(f64, i64, i64, String, String)>>>()
-                .expect("rows");
-            rows.extend(
-                found
-                    .into_iter()
-                    .filter(|row| kinds.is_empty() || kinds.contains(&row.4.as_str()))
-                    .map(|(score, ts, chunk, entry, _)| (score, ts, chunk, entry)),
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .expect("rows"),
             );
+            let with_phrases = (phrases.len() > 1).then_some(phrases.as_slice());
+            stats.push(rank::ShardStats::read(conn, shard, "fts", with_phrases).expect("stats"));
         }
+        let scorer = rank::Scorer::new(&stats, phrases.len());
+        let mut rows: Vec<(f64, i64, i64, String)> = found
+            .into_iter()
+            .filter(|row| kinds.is_empty() || kinds.contains(&row.5.as_str()))
+            .map(|(parts, weight, ts, chunk, entry, _)| {
+                let parts = rank::Parts::read(&parts).expect("parts");
+                (
+                    weight * scorer.score(parts.tokens, parts.freq()),
+                    ts,
+                    chunk,
+                    entry,
+                )
+            })
+            .collect();
         rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
         let mut seen = BTreeSet::new();
         rows.into_iter()

@@ -45,6 +45,10 @@ const QUERIES: &[&str] = &[
     "the",
     "read",
     "桜餅テスト",
+    "read OR function",
+    "file OR session",
+    "in the",
+    "a the",
 ];
 
 #[test]
@@ -147,6 +151,38 @@ fn changing_the_shard_count_reindexes_and_search_finds_the_same() {
         QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
         one
     );
+}
+
+/// bm25 is computed with every shard's statistics together, so a chunk
+/// scores the same whichever shard holds it and however many there are:
+/// the same hits in the same order with the same scores, with one shard or
+/// three. Scored in its own shard, a chunk's score depended on which other
+/// chunks the sync had dealt there (by chunk id, in the order the workers
+/// finished their files), and the order of near ties changed from one
+/// fresh sync of a tree to the next.
+#[test]
+fn ranking_is_the_same_whichever_shard_holds_a_chunk() {
+    let env = Env::with_fixture("sessions");
+    let root = env.root.to_string_lossy().into_owned();
+    let ranking = |shards: &str| {
+        let out = env.run(&["sync", "--root", &root, "--fts-shards", shards, "-q"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(shard_paths(&env.db).len(), shards.parse::<usize>().unwrap());
+    };
+    ranking("1");
+    let one = ranked(&env);
+    let many_hits = one
+        .iter()
+        .filter(|hits| hits.matches("\"score\"").count() > 5);
+    assert!(many_hits.count() >= 3, "{one:?}");
+    for shards in ["3", "2"] {
+        ranking(shards);
+        assert_ranked_alike(&env, &one, &format!("with {shards} shards"));
+    }
 }
 
 /// A shard file beyond the recorded shard count (left by a sync that

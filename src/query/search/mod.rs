@@ -61,7 +61,7 @@ pub const SEARCH_BUDGET: Duration = Duration::from_secs(10);
 #[cfg(feature = "postgres")]
 pub(crate) use crate::store::weights::kind_weight;
 use stage::{Stage1, rank_window};
-use weigh::{Match, rank_sql};
+use weigh::{Scoring, ShardMatches, rank_sql};
 
 /// Marks around a match inside `Hit::snippet`; the printer replaces them.
 pub const MARK_OPEN: char = '\u{2}';
@@ -258,8 +258,8 @@ impl From<ShardReadError> for SearchError {
 #[derive(Default)]
 pub struct HeadStart {
     readers: ShardReaders,
-    /// Each match (`weigh::Match`), every shard's.
-    scoring: Option<Started<Match>>,
+    /// Each shard's matches (`weigh::ShardMatches`).
+    scoring: Option<Started<Scoring, ShardMatches>>,
 }
 
 impl HeadStart {
@@ -293,13 +293,13 @@ impl HeadStart {
         HeadStart { readers, scoring }
     }
 
-    /// The matches of the scoring queries started in advance, in no order,
-    /// if they are `sqls` for `expr`; they are given out once.
+    /// The matches of the scoring queries started in advance, shard by
+    /// shard, if they are `sqls` for `expr`; they are given out once.
     fn started_scoring(
         &mut self,
-        sqls: &[String],
+        sqls: &[Scoring],
         expr: &str,
-    ) -> Option<Result<Vec<Match>, SearchError>> {
+    ) -> Option<Result<Vec<ShardMatches>, SearchError>> {
         let rows = self
             .scoring
             .as_mut()?

@@ -2,7 +2,7 @@
 //! without reading any text. A search tries a list of `Attempt`s in order,
 //! from the newest matches only to every match, and keeps the first that
 //! yields `limit` entries (or the last). `Stage1` builds an attempt's SQL
-//! from the plan and the filters and runs it: ranked words are scored in
+//! from the plan and the filters and runs it: ranked words are found in
 //! the shards and weighed (`weigh`), `--sort recent` is ordered by time in
 //! SQL, and a scan tests text in Rust (`scan`).
 
@@ -13,7 +13,8 @@ use rusqlite::types::Value as SqlValue;
 use super::plan::{Filters, Plan, mentions, query_params, query_rows};
 use super::scan::scan_chunks;
 use super::weigh::{
-    KIND_WEIGHTS, Ranked, Weighing, best_per_entry, by_time, rank_sql, shard_matches, weigh,
+    KIND_WEIGHTS, Ranked, Scoring, Weighing, best_per_entry, by_time, rank_sql, score_together,
+    shard_matches, weigh,
 };
 use super::{HeadStart, SearchError, SearchOptions, Sort};
 use crate::store::{Index, ShardReaders};
@@ -71,7 +72,7 @@ enum Stage<'a> {
     /// Ranked words: one scoring query per shard (`shard_matches`), then a
     /// lookup of each chunk's weight, time and filters (`weigh`).
     Rank {
-        sqls: Vec<String>,
+        sqls: Vec<Scoring>,
         expr: &'a str,
         lookup: String,
     },
@@ -199,13 +200,14 @@ impl<'a> Stage1<'a> {
         let params = &self.filters.params;
         let best = match self.stage(attempt) {
             Stage::Rank { sqls, expr, lookup } => {
-                let matches = match head.started_scoring(&sqls, expr) {
-                    Some(matches) => matches?,
+                let shards = match head.started_scoring(&sqls, expr) {
+                    Some(shards) => shards?,
                     None => {
                         let params = query_params(expr, None, params);
                         shard_matches(store, &head.readers, &sqls, &params, attempt.restricted)?
                     }
                 };
+                let matches = score_together(store, &head.readers, &sqls, expr, shards)?;
                 let mut weighing = Weighing::new(matches);
                 weigh(store, &head.readers, &lookup, &mut weighing, params, limit)?
             }

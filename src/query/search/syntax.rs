@@ -129,6 +129,40 @@ pub fn match_items(expr: &str) -> Option<Vec<MatchItem>> {
     Some(items)
 }
 
+/// Each phrase of `expr` as an expression of its own, in FTS5's order
+/// (the order they are written in), for counting one phrase's matches;
+/// `None` when `expr` has items of which that cannot be told without
+/// FTS5's parser (`NEAR`, column filters, `^`, `+`: a `--raw` query's),
+/// or a string left open. Each of `translate`'s words and phrases is one.
+pub fn phrases(expr: &str) -> Option<Vec<String>> {
+    let mut phrases = Vec::new();
+    for item in match_items(expr)? {
+        match item {
+            MatchItem::Phrase { text, prefix } => {
+                phrases.push(format!("{}{}", quote(&text), if prefix { "*" } else { "" }));
+            }
+            MatchItem::Bareword(word) if matches!(word.as_str(), "AND" | "OR" | "NOT") => {}
+            MatchItem::Bareword(word) => {
+                let (text, prefix) = match word.strip_suffix('*') {
+                    Some(text) => (text, true),
+                    None => (word.as_str(), false),
+                };
+                if text.is_empty() || text == "NEAR" || !text.chars().all(is_fts5_bareword) {
+                    return None;
+                }
+                phrases.push(format!("{}{}", quote(text), if prefix { "*" } else { "" }));
+            }
+            MatchItem::Open | MatchItem::Close => {}
+        }
+    }
+    Some(phrases)
+}
+
+/// A character FTS5 reads as part of a bareword (`sqlite3Fts5IsBareword`).
+fn is_fts5_bareword(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '\x1a' || !c.is_ascii()
+}
+
 /// What FTS5's expression parser skips between items (fts5_expr.c).
 fn is_fts5_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r')

@@ -1,8 +1,9 @@
-//! Ranking a word search: each shard scores its matches with bm25
-//! (`rank::FUNCTION`, no join), then `weigh` looks the matches up in the
-//! main file in bm25 order, multiplies by the kind's weight, keeps each
-//! entry's best chunk, and stops as soon as no later match can enter the
-//! top `limit` entries (docs/search.md, "How the top is found"). Also the
+//! Ranking a word search: each shard finds its matches and their parts
+//! (`rank::FUNCTION`, no join), `score_together` scores them with bm25 over
+//! every shard's statistics, then `weigh` looks the matches up in the main
+//! file in bm25 order, multiplies by the kind's weight, keeps each entry's
+//! best chunk, and stops as soon as no later match can enter the top
+//! `limit` entries (docs/search.md, "How the top is found"). Also the
 //! orderings every stage 1 shares (`Ranked`, best first, newest first).
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -10,9 +11,10 @@ use std::sync::Arc;
 
 use rusqlite::types::Value as SqlValue;
 
-use super::SearchError;
 use super::plan::{query_params, query_rows};
-use crate::store::{Index, ShardReaders, rank, shard_schema, weights};
+use super::{SearchError, syntax};
+use crate::store::rank::{self, ShardStats};
+use crate::store::{Index, ShardReaders, shard_schema, weights};
 
 /// Weight applied to bm25 (which is negative: more negative is better).
 pub(super) const KIND_WEIGHTS: &str =
@@ -28,39 +30,168 @@ pub(super) struct Ranked {
     pub timestamp_ms: Option<i64>,
 }
 
-/// A shard's scoring query: its matches of ?1 (`source` is `fts<k>.<table>`).
-/// The function is told the schema and table, so that it reads the rows'
-/// lengths beside the matches (`rank`).
-pub(super) fn rank_sql(table: &str, source: &str, restriction: &str, window: &str) -> String {
-    let schema = source.split_once('.').map_or("main", |(schema, _)| schema);
-    format!(
-        "SELECT rowid, {rank}({table}, '{schema}', '{table}') FROM {source}
-          WHERE {table} MATCH ?1{restriction}{window}",
-        rank = rank::FUNCTION,
-    )
+/// A shard's scoring query (`rank_sql`), and the table it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Scoring {
+    sql: String,
+    /// The shard's schema (`fts0`, ...) and FTS5 table.
+    schema: String,
+    table: &'static str,
 }
 
-/// Runs shard `shard`'s scoring query (`rank_sql`) on `conn`, which has
-/// the shard attached under its name: its matches, each with the best
-/// score its weight allows (`Match`).
+/// A shard's scoring query: its matches of ?1 (`source` is `fts<k>.<table>`)
+/// with their parts (`rank`). The function is told the schema and table,
+/// so that it reads the rows' lengths beside the matches.
+pub(super) fn rank_sql(
+    table: &'static str,
+    source: &str,
+    restriction: &str,
+    window: &str,
+) -> Scoring {
+    let schema = source.split_once('.').map_or("main", |(schema, _)| schema);
+    Scoring {
+        sql: format!(
+            "SELECT rowid, {rank}({table}, '{schema}', '{table}') FROM {source}
+              WHERE {table} MATCH ?1{restriction}{window}",
+            rank = rank::FUNCTION,
+        ),
+        schema: schema.to_owned(),
+        table,
+    }
+}
+
+/// One shard's matches, not yet scored: bm25 needs every shard's
+/// statistics (`rank`).
+#[derive(Debug, Default)]
+pub(super) struct ShardMatches {
+    /// The shard's statistics: from its matches, or read from its table
+    /// when it has none (then without the phrases' hits, which
+    /// `score_together` reads only if another shard has matches).
+    stats: ShardStats,
+    /// How many phrases the query has, as FTS5 counted them (0 without a
+    /// match).
+    phrases: usize,
+    ids: Vec<i64>,
+    /// Each match's length in tokens.
+    tokens: Vec<u32>,
+    /// Each phrase's count in each match, `phrases` per match.
+    freq: Vec<u32>,
+    /// The most each match's chunks weigh (`weights::bound`).
+    bounds: Vec<f64>,
+}
+
+/// Runs shard `shard`'s scoring query on `conn`, which has the shard
+/// attached under its name: its matches with their parts, and the shard's
+/// statistics (one `ShardMatches`).
 pub(super) fn scored(
     conn: &rusqlite::Connection,
     shard: usize,
-    sql: &str,
+    scoring: &Scoring,
     params: &[SqlValue],
-) -> rusqlite::Result<Vec<Match>> {
-    let rows: Vec<(i64, f64)> =
-        query_rows(conn, sql, params, |row| Ok((row.get(0)?, row.get(1)?)))?;
-    let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
-    let classes = weights::Classes::read(conn, &shard_schema(shard), &ids)?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, bm25)| Match {
-            id,
-            bm25,
-            best: bm25 * weights::bound(classes.of(id)),
-        })
-        .collect())
+) -> rusqlite::Result<Vec<ShardMatches>> {
+    let mut found = ShardMatches::default();
+    let mut stats = None;
+    found.ids = query_rows(conn, &scoring.sql, params, |row| {
+        let value = row.get_ref(1)?.as_blob().map_err(|err| {
+            rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Blob, err.into())
+        })?;
+        let parts = rank::Parts::read(value).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                1,
+                rusqlite::types::Type::Blob,
+                format!("not a value of {}", rank::FUNCTION).into(),
+            )
+        })?;
+        found.tokens.push(parts.tokens);
+        found.freq.extend(parts.freq());
+        if stats.is_none() {
+            found.phrases = parts.phrases();
+            stats = Some(parts.stats());
+        }
+        row.get(0)
+    })?;
+    found.stats = match stats {
+        Some(stats) => stats,
+        None => ShardStats::read(conn, &scoring.schema, scoring.table, None)?,
+    };
+    let classes = weights::Classes::read(conn, &shard_schema(shard), &found.ids)?;
+    found.bounds = found
+        .ids
+        .iter()
+        .map(|&id| weights::bound(classes.of(id)))
+        .collect();
+    Ok(vec![found])
+}
+
+/// Every shard's matches scored with the statistics of all of them
+/// (`rank::Scorer`), in no order (`Weighing` orders them).
+pub(super) fn score_together(
+    store: &Index,
+    readers: &ShardReaders,
+    scorings: &[Scoring],
+    expr: &str,
+    mut shards: Vec<ShardMatches>,
+) -> Result<Vec<Match>, SearchError> {
+    let phrases = shards.iter().map(|shard| shard.phrases).max().unwrap_or(0);
+    if phrases > 1 {
+        count_missing_hits(store, readers, scorings, expr, &mut shards)?;
+    }
+    let scorer = rank::Scorer::new(shards.iter().map(|shard| &shard.stats), phrases);
+    let mut matches = Vec::with_capacity(shards.iter().map(|shard| shard.ids.len()).sum());
+    for shard in &shards {
+        let freq = shard.freq.chunks_exact(shard.phrases.max(1));
+        for (((&id, &tokens), freq), &bound) in shard
+            .ids
+            .iter()
+            .zip(&shard.tokens)
+            .zip(freq)
+            .zip(&shard.bounds)
+        {
+            let bm25 = scorer.score(tokens, freq.iter().copied());
+            matches.push(Match {
+                id,
+                bm25,
+                best: bm25 * bound,
+            });
+        }
+    }
+    Ok(matches)
+}
+
+/// Counts the phrases' hits in the shards without a match, which read
+/// only their totals (`ShardStats::read`), on their own connections: the
+/// query has several phrases (another shard's matches say how many), and
+/// they can be listed (`syntax::phrases`).
+fn count_missing_hits(
+    store: &Index,
+    readers: &ShardReaders,
+    scorings: &[Scoring],
+    expr: &str,
+    shards: &mut [ShardMatches],
+) -> Result<(), SearchError> {
+    let missing = |shard: &ShardMatches| shard.ids.is_empty() && shard.stats.hits.is_none();
+    let list: Arc<[String]> = match syntax::phrases(expr) {
+        Some(list) if shards.len() == scorings.len() && shards.iter().any(missing) => list.into(),
+        _ => return Ok(()),
+    };
+    let jobs: Vec<Option<Scoring>> = shards
+        .iter()
+        .zip(scorings)
+        .map(|(shard, scoring)| missing(shard).then(|| scoring.clone()))
+        .collect();
+    let read = readers.run(store, jobs, false, move |conn, job| {
+        let stats = job
+            .as_ref()
+            .map(|scoring| ShardStats::read(conn, &scoring.schema, scoring.table, Some(&list)))
+            .transpose()?;
+        Ok(vec![stats])
+    })?;
+    for (shard, stats) in shards.iter_mut().zip(read) {
+        if let Some(stats) = stats {
+            shard.stats = stats;
+        }
+    }
+    Ok(())
 }
 
 /// A shard's match: its full-text row, its bm25, and the best score a
@@ -73,20 +204,20 @@ pub(super) struct Match {
     pub best: f64,
 }
 
-/// Every shard's scored matches, in no order (`Weighing` orders them).
+/// Every shard's matches, not yet scored (`score_together`).
 /// `restricted`: the queries keep the chunks of some sessions only, which
 /// they read in the index.
 pub(super) fn shard_matches(
     store: &Index,
     readers: &ShardReaders,
-    sqls: &[String],
+    scorings: &[Scoring],
     params: &[SqlValue],
     restricted: bool,
-) -> Result<Vec<Match>, SearchError> {
+) -> Result<Vec<ShardMatches>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let jobs: Vec<(usize, String)> = sqls.iter().cloned().enumerate().collect();
-    let matches = readers.run(store, jobs, restricted, move |conn, (shard, sql)| {
-        scored(conn, *shard, sql, &params)
+    let jobs: Vec<(usize, Scoring)> = scorings.iter().cloned().enumerate().collect();
+    let matches = readers.run(store, jobs, restricted, move |conn, (shard, scoring)| {
+        scored(conn, *shard, scoring, &params)
     })?;
     Ok(matches)
 }
@@ -302,6 +433,55 @@ mod tests {
     use super::*;
 
     use crate::store::weights::kind_weight;
+
+    /// `syntax::phrases` lists the phrases FTS5 numbers, in its order: a
+    /// shard without a match counts them as the function does in one
+    /// with matches.
+    #[test]
+    fn phrases_are_listed_as_fts5_numbers_them() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        rank::register(&conn).unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(body, content = '');
+             INSERT INTO t(rowid, body) VALUES
+               (1, 'fn main parses the session file'), (2, 'fn helper reads the file'),
+               (3, 'error: main failed'), (4, 'warning the parser is slow'),
+               (5, 'the main thing is the session'), (6, 'src/lib.rs fn main');",
+        )
+        .unwrap();
+        let translated = [
+            "fn main",
+            "\"the session\" file",
+            "main OR (pars* error)",
+            "the NOT warning",
+            "src/lib.rs main",
+        ]
+        .map(|query| syntax::translate(query).expr);
+        let raw = ["error OR warning", "pars* main", "(the AND main) OR fn"];
+        let mut checked = 0;
+        for expr in translated.iter().map(String::as_str).chain(raw) {
+            let value: Vec<u8> = conn
+                .query_row(
+                    &format!(
+                        "SELECT {}(t) FROM t WHERE t MATCH ?1 LIMIT 1",
+                        rank::FUNCTION
+                    ),
+                    [expr],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            let parts = rank::Parts::read(&value).unwrap();
+            let phrases = syntax::phrases(expr).unwrap();
+            assert_eq!(phrases.len(), parts.phrases(), "{expr}");
+            let read = ShardStats::read(&conn, "main", "t", Some(&phrases)).unwrap();
+            assert_eq!(read, parts.stats(), "{expr}");
+            checked += usize::from(parts.stats().hits.is_some());
+        }
+        assert_eq!(checked, 8);
+        for raw in ["NEAR(fn main)", "body : main", "^fn", "fn + main", "\"open"] {
+            assert_eq!(syntax::phrases(raw), None, "{raw}");
+        }
+    }
 
     /// The shards' weights (`store::weights`) and the team store's search
     /// weigh as the SQL does.
