@@ -447,10 +447,18 @@ fn plan(
             jobs.push(Job::Unusable(unusable.target, unusable.reason));
         }
     }
-    // Big files first, so one large file does not finish alone at the end.
-    jobs.sort_by_key(|job| match job {
-        Job::Read { target, .. } => std::cmp::Reverse(target.size),
-        Job::Unusable(..) => std::cmp::Reverse(0),
+    // Files last written longest ago first, and taken in that order
+    // (`run_jobs`): chunk ids then follow time, which is what a ranked
+    // search's window of the newest matches (the highest ids) relies on.
+    // Biggest first, as before, gave the smallest files the highest ids of
+    // a first sync, and the window was a sample of every month.
+    jobs.sort_by(|a, b| match (a, b) {
+        (Job::Read { target: a, .. }, Job::Read { target: b, .. }) => {
+            (a.mtime_ns, &a.path).cmp(&(b.mtime_ns, &b.path))
+        }
+        (Job::Unusable(..), Job::Read { .. }) => std::cmp::Ordering::Less,
+        (Job::Read { .. }, Job::Unusable(..)) => std::cmp::Ordering::Greater,
+        (Job::Unusable(..), Job::Unusable(..)) => std::cmp::Ordering::Equal,
     });
     let synced_roots: HashSet<String> = options
         .roots
@@ -508,36 +516,42 @@ fn same_stat(state: &FileStat, target: &Target) -> bool {
         && state.mtime_ns == target.mtime_ns
 }
 
-/// Runs every job on the rayon pool, sending batches to the writer.
+/// Runs every job on the rayon pool, sending batches to the writer. Each
+/// worker takes the next job in the list when it is free (`par_bridge`),
+/// so files are read in the plan's order; an indexed parallel iterator
+/// splits the list in halves, one per worker, and the ids of the two
+/// halves' chunks would interleave.
 fn run_jobs(jobs: Vec<Job>, sender: SyncSender<Batch>, options: IngestOptions, stop: &AtomicBool) {
-    jobs.into_par_iter().for_each_with(sender, |sender, job| {
-        if stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut emit = |batch: Batch| sender.send(batch).is_ok();
-        match job {
-            Job::Read {
-                target,
-                start,
-                known,
-            } => {
-                if let Err(err) = ingest::ingest(&target, start, options.clone(), &mut emit) {
-                    let reason = format!("cannot read: {}", err.source);
-                    // Rows already indexed stay until the file can be read
-                    // again (or is gone); a new file is recorded as skipped.
-                    let status = if known {
-                        FileStatus::Unreadable(reason)
-                    } else {
-                        FileStatus::Skipped(reason)
-                    };
-                    emit(last_batch(target, status));
+    jobs.into_iter()
+        .par_bridge()
+        .for_each_with(sender, |sender, job| {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let mut emit = |batch: Batch| sender.send(batch).is_ok();
+            match job {
+                Job::Read {
+                    target,
+                    start,
+                    known,
+                } => {
+                    if let Err(err) = ingest::ingest(&target, start, options.clone(), &mut emit) {
+                        let reason = format!("cannot read: {}", err.source);
+                        // Rows already indexed stay until the file can be read
+                        // again (or is gone); a new file is recorded as skipped.
+                        let status = if known {
+                            FileStatus::Unreadable(reason)
+                        } else {
+                            FileStatus::Skipped(reason)
+                        };
+                        emit(last_batch(target, status));
+                    }
+                }
+                Job::Unusable(target, reason) => {
+                    emit(last_batch(target, FileStatus::Skipped(reason)));
                 }
             }
-            Job::Unusable(target, reason) => {
-                emit(last_batch(target, FileStatus::Skipped(reason)));
-            }
-        }
-    });
+        });
 }
 
 /// A file's last batch with no rows: `Skipped` drops any rows it had,

@@ -627,6 +627,53 @@ fn session_start(env: &Env, name: &str) -> (PathBuf, String) {
     (dir, header + "\n")
 }
 
+/// A ranked search of a word with more matches than the rank window scores
+/// the newest ones (the highest chunk ids), and after a first sync of a
+/// whole history those are the matches of the files written last: a sync
+/// reads files in the order they were last written. Here the newest
+/// sessions are the biggest, which a sync reading the biggest files first
+/// gave the lowest ids: every match scores alike, so the top is the newest
+/// entries of the window, which then held none of the newest file's.
+#[test]
+fn the_rank_window_of_a_first_sync_holds_the_newest_files_matches() {
+    let env = Env::new();
+    let files: i64 = 20;
+    let day_ms = 86_400_000;
+    let mut total = 0;
+    for k in 0..files {
+        let (dir, mut text) = session_start(&env, &format!("s{k:02}"));
+        let count = 125 + 25 * k;
+        total += count;
+        let start_ms = 1_767_225_600_000 + k * day_ms;
+        for n in 0..count {
+            let ms = start_ms + n * 1000;
+            let line = serde_json::json!({"type": "message", "id": format!("s{k:02}m{n}"),
+                "parentId": null, "timestamp": format_iso_ms(ms),
+                "message": {"role": "user", "content": "commonword alpha", "timestamp": ms}});
+            text.push_str(&format!("{line}\n"));
+        }
+        let path = dir.join("session.jsonl");
+        fs::write(&path, text).expect("write");
+        let last = std::time::UNIX_EPOCH
+            + std::time::Duration::from_millis((start_ms + count * 1000) as u64);
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|file| file.set_modified(last))
+            .expect("set mtime");
+    }
+    assert!(total > piidx::query::search::RANK_WINDOW);
+    env.sync();
+    let newest: Vec<String> = (0..10)
+        .map(|n| format!("s{:02}m{}", files - 1, 125 + 25 * (files - 1) - 1 - n))
+        .collect();
+    let top: Vec<String> = search(&env, &["commonword", "--limit", "10"])
+        .iter()
+        .map(|hit| hit["entry_id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(top, newest);
+}
+
 /// `--sort recent` looks in the newest RECENT_WINDOW entries first; what it
 /// prints is still the newest matches of all entries, also when the window
 /// holds too few of them.
