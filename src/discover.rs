@@ -11,6 +11,7 @@
 //! omp's `<file>.jsonl.<id>.bak` backups). Whether a file really is a session is decided later, from its
 //! first JSON object, not from its name or place.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::pipeline::Target;
@@ -80,14 +81,27 @@ pub fn discover(roots: &[Root]) -> Discovery {
     found
 }
 
-/// A directory waiting to be listed: its path, depth below the root, and
-/// the `(dev, ino)` of itself and every directory above it (a link back to
-/// one of them is a loop).
+/// A directory waiting to be listed: its path, its `(dev, ino)`, its depth
+/// below the root, and the `(dev, ino)` of itself and every directory above
+/// it (a link back to one of them is a loop).
 struct Pending {
     path: PathBuf,
+    id: (u64, u64),
+    /// Reached through a symlink.
+    via_link: bool,
     depth: usize,
     ancestors: Vec<(u64, u64)>,
 }
+
+/// The depth of the folders Pi lists sessions in (`<root>/<project>/`):
+/// every link there is followed, as Pi 1.5.2 follows them, even two to one
+/// folder. Below it, a folder reached through a link is entered only if the
+/// walk has not entered it yet by another path: two links in each folder
+/// of a chain to the next made the walk enter the last one 2^n times, and
+/// index its sessions as many times under as many paths. A folder reached
+/// by its own path is always entered, so a session keeps its real path when
+/// a link to its folder is met first.
+const PROJECT_DEPTH: usize = 1;
 
 /// Walks one root depth first, links followed. A file is `stat`ed through
 /// its directory (`fstatat` on the listing's descriptor, as std's
@@ -109,8 +123,11 @@ fn walk_root(root_spec: &Root, found: &mut Discovery) {
     };
     let mut ancestors = directories_above(root);
     ancestors.push(root_id);
+    let mut entered = HashSet::from([root_id]);
     let mut stack = vec![Pending {
         path: root.to_owned(),
+        id: root_id,
+        via_link: false,
         depth: 0,
         ancestors,
     }];
@@ -178,13 +195,12 @@ fn walk_root(root_spec: &Root, found: &mut Discovery) {
                         reason: "a directory; not read".into(),
                     });
                 }
-                if file_type.is_symlink() {
-                    found.linked.push(path.clone());
-                }
                 let mut ancestors = dir.ancestors.clone();
                 ancestors.push(id);
                 subdirs.push(Pending {
                     path,
+                    id,
+                    via_link: file_type.is_symlink(),
                     depth,
                     ancestors,
                 });
@@ -211,8 +227,21 @@ fn walk_root(root_spec: &Root, found: &mut Discovery) {
                 });
             }
         }
-        // Listed in order, entered depth first: the first subdirectory
-        // found is walked next.
+        // Taken and entered depth first in the order of their names, so
+        // that which of several links to one folder is followed
+        // (`PROJECT_DEPTH`) does not change with `readdir`'s order.
+        subdirs.sort_unstable_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
+        subdirs.retain(|sub| {
+            let again = sub.via_link && depth > PROJECT_DEPTH && entered.contains(&sub.id);
+            entered.insert(sub.id);
+            !again
+        });
+        found.linked.extend(
+            subdirs
+                .iter()
+                .filter(|sub| sub.via_link)
+                .map(|sub| sub.path.clone()),
+        );
         stack.extend(subdirs.into_iter().rev());
     }
 }

@@ -223,6 +223,49 @@ fn the_sql_profile_counts_the_writers_statements() {
     );
 }
 
+/// Below the project folders, a folder reached through links is walked
+/// once, whatever the number of paths to it: a chain of folders that each
+/// hold two links to the next made the walk enter the last one 2^n times
+/// and index its session under each path. A folder walked by its own path
+/// is not walked again through a link to it.
+#[test]
+fn a_folder_reached_through_several_links_is_walked_once() {
+    use std::os::unix::fs::symlink;
+    let env = Env::new();
+    let project = env.root.join("--proj--");
+    let chain = env.dir.path().join("chain");
+    let levels = 10;
+    let level = |k: usize| chain.join(format!("d{k}"));
+    for k in 0..levels {
+        std::fs::create_dir_all(level(k)).expect("mkdir");
+    }
+    for k in 0..levels - 1 {
+        symlink(level(k + 1), level(k).join("a")).expect("link a");
+        symlink(level(k + 1), level(k).join("b")).expect("link b");
+    }
+    crate::util::write_user_session(&level(levels - 1), "deep", serde_json::json!("chained"));
+    crate::util::write_user_session(&project.join("real"), "real", serde_json::json!("real"));
+    symlink(level(0), project.join("chain")).expect("link to the chain");
+    symlink(project.join("real"), project.join("zlink")).expect("link to a folder walked");
+
+    let summary = env.sync();
+    assert_eq!(summary["warnings"], serde_json::json!([]), "{summary}");
+    let paths: Vec<String> = env
+        .sql("SELECT file_path FROM sessions ORDER BY file_path")
+        .iter()
+        .filter_map(|row| row["file_path"].as_str().map(str::to_owned))
+        .collect();
+    let deep = project
+        .join("chain")
+        .join(vec!["a"; levels - 1].join("/"))
+        .join("deep.jsonl");
+    let real = project.join("real").join("real.jsonl");
+    assert_eq!(
+        paths,
+        [deep.display().to_string(), real.display().to_string()]
+    );
+}
+
 /// A link inside the tree to a directory that holds the root (`/`, the home
 /// folder, the root's parent) would walk everything above the sessions and
 /// come back to them: it is a loop, reported and not followed, like a link
