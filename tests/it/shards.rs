@@ -115,26 +115,29 @@ fn shards_behind_missing_or_with_extra_rows_are_repaired_by_sync() {
     assert_eq!(now, expected);
 }
 
+/// `sync --fts-shards <shards>` of `env`'s root, which must succeed and
+/// leave that many shard files.
+fn sync_with_shards(env: &Env, shards: usize) {
+    let root = env.root.to_string_lossy().into_owned();
+    let count = shards.to_string();
+    let out = env.run(&["sync", "--root", &root, "--fts-shards", &count, "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shard_paths(&env.db).len(), shards);
+}
+
 #[test]
 fn changing_the_shard_count_reindexes_and_search_finds_the_same() {
     let env = Env::with_fixture("sessions");
-    let root = env.root.to_string_lossy().into_owned();
-    let sync_with = |shards: &str| {
-        let out = env.run(&["sync", "--root", &root, "--fts-shards", shards, "-q"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    sync_with("1");
-    assert_eq!(shard_paths(&env.db).len(), 1);
+    sync_with_shards(&env, 1);
     fts_integrity(&env.db);
     let one: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
 
-    sync_with("3");
+    sync_with_shards(&env, 3);
     let three = shard_paths(&env.db);
-    assert_eq!(three.len(), 3);
     fts_integrity(&env.db);
     assert_eq!(
         QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
@@ -142,7 +145,7 @@ fn changing_the_shard_count_reindexes_and_search_finds_the_same() {
     );
 
     // Back to 2: the third file goes; a plain sync keeps the count.
-    sync_with("2");
+    sync_with_shards(&env, 2);
     assert!(!three[2].exists());
     env.sync();
     assert_eq!(shard_paths(&env.db).len(), 2);
@@ -163,24 +166,14 @@ fn changing_the_shard_count_reindexes_and_search_finds_the_same() {
 #[test]
 fn ranking_is_the_same_whichever_shard_holds_a_chunk() {
     let env = Env::with_fixture("sessions");
-    let root = env.root.to_string_lossy().into_owned();
-    let ranking = |shards: &str| {
-        let out = env.run(&["sync", "--root", &root, "--fts-shards", shards, "-q"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(shard_paths(&env.db).len(), shards.parse::<usize>().unwrap());
-    };
-    ranking("1");
+    sync_with_shards(&env, 1);
     let one = ranked(&env);
     let many_hits = one
         .iter()
         .filter(|hits| hits.matches("\"score\"").count() > 5);
     assert!(many_hits.count() >= 3, "{one:?}");
-    for shards in ["3", "2"] {
-        ranking(shards);
+    for shards in [3, 2] {
+        sync_with_shards(&env, shards);
         assert_ranked_alike(&env, &one, &format!("with {shards} shards"));
     }
 }
@@ -192,15 +185,8 @@ fn ranking_is_the_same_whichever_shard_holds_a_chunk() {
 #[test]
 fn a_stray_shard_file_changes_no_hit() {
     let env = Env::with_fixture("sessions");
-    let root = env.root.to_string_lossy().into_owned();
-    let out = env.run(&["sync", "--root", &root, "--fts-shards", "1", "-q"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sync_with_shards(&env, 1);
     let shards = shard_paths(&env.db);
-    assert_eq!(shards.len(), 1);
     let expected: Vec<_> = QUERIES.iter().map(|q| hits(&env, q)).collect();
     // Shard 0's file where shard 1 would be: not shard 1 of anything.
     let mut stray = env.db.as_os_str().to_owned();
