@@ -282,28 +282,28 @@ impl HeadStart {
         let scoring = (options.sort == Sort::Rank && !options.raw).then(|| {
             let shards = readers.connections();
             let window = rank_window(shards);
-            let sqls = (0..shards)
+            let scorings = (0..shards)
                 .map(|shard| {
                     let source = format!("{}.{table}", shard_schema(shard));
                     rank_sql(table, &source, "", &window)
                 })
                 .collect();
-            readers.start(db, sqls, scoring_params(&expr), weigh::scored)
+            readers.start(db, scorings, scoring_params(&expr), weigh::scored)
         });
         HeadStart { readers, scoring }
     }
 
     /// The matches of the scoring queries started in advance, shard by
-    /// shard, if they are `sqls` for `expr`; they are given out once.
+    /// shard, if they are `scorings` for `expr`; they are given out once.
     fn started_scoring(
         &mut self,
-        sqls: &[Scoring],
+        scorings: &[Scoring],
         expr: &str,
     ) -> Option<Result<Vec<ShardMatches>, SearchError>> {
         let rows = self
             .scoring
             .as_mut()?
-            .take_if(sqls, &scoring_params(expr))?;
+            .take_if(scorings, &scoring_params(expr))?;
         Some(rows.map_err(SearchError::from))
     }
 }

@@ -72,7 +72,7 @@ enum Stage<'a> {
     /// Ranked words: one scoring query per shard (`shard_matches`), then a
     /// lookup of each chunk's weight, time and filters (`weigh`).
     Rank {
-        sqls: Vec<Scoring>,
+        scorings: Vec<Scoring>,
         expr: &'a str,
         lookup: String,
     },
@@ -199,15 +199,20 @@ impl<'a> Stage1<'a> {
     ) -> Result<Vec<(i64, f64)>, SearchError> {
         let params = &self.filters.params;
         let best = match self.stage(attempt) {
-            Stage::Rank { sqls, expr, lookup } => {
-                let shards = match head.started_scoring(&sqls, expr) {
+            Stage::Rank {
+                scorings,
+                expr,
+                lookup,
+            } => {
+                let shards = match head.started_scoring(&scorings, expr) {
                     Some(shards) => shards?,
                     None => {
                         let params = query_params(expr, None, params);
-                        shard_matches(store, &head.readers, &sqls, &params, attempt.restricted)?
+                        let restricted = attempt.restricted;
+                        shard_matches(store, &head.readers, &scorings, &params, restricted)?
                     }
                 };
-                let matches = score_together(store, &head.readers, &sqls, expr, shards)?;
+                let matches = score_together(store, &head.readers, &scorings, expr, shards)?;
                 let mut weighing = Weighing::new(matches);
                 weigh(store, &head.readers, &lookup, &mut weighing, params, limit)?
             }
@@ -250,7 +255,7 @@ impl<'a> Stage1<'a> {
                 } else {
                     ""
                 };
-                let sqls = self
+                let scorings = self
                     .sources
                     .iter()
                     .map(|source| rank_sql(table, source, restriction, &window))
@@ -265,7 +270,11 @@ impl<'a> Stage1<'a> {
                      {entries_join} {sessions_join} {meta_join}
                      WHERE 1 {filters}"
                 );
-                Stage::Rank { sqls, expr, lookup }
+                Stage::Rank {
+                    scorings,
+                    expr,
+                    lookup,
+                }
             }
             Plan::Fts { table, expr } => {
                 let sql = |source: &String| {
