@@ -912,7 +912,7 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
     let scored = |expr: &str, kinds: &[&str], since_ms: i64, weights: &str| {
         let phrases: Vec<String> = expr.split(" AND ").map(|w| format!("\"{w}\"")).collect();
         let mut stats = Vec::new();
-        let mut found: Vec<(Vec<u8>, f64, i64, i64, String, String)> = Vec::new();
+        let mut found: Vec<(rusqlite::types::Value, f64, i64, i64, String, String)> = Vec::new();
         for shard in &shards {
             let sql = format!(
                 "SELECT m.parts, {weights}, e.timestamp_ms, c.chunk_id, e.entry_id, c.kind
@@ -946,13 +946,11 @@ fn lazy_weighing_returns_exactly_the_full_ranking() {
             .into_iter()
             .filter(|row| kinds.is_empty() || kinds.contains(&row.5.as_str()))
             .map(|(parts, weight, ts, chunk, entry, _)| {
-                let parts = rank::Parts::read(&parts).expect("parts");
-                (
-                    weight * scorer.score(parts.tokens, parts.freq()),
-                    ts,
-                    chunk,
-                    entry,
-                )
+                let parts = rank::RowValue::read((&parts).into()).expect("parts");
+                let mut freq = Vec::new();
+                parts.push_freq(&mut freq);
+                let bm25 = scorer.score(parts.tokens(), freq.into_iter());
+                (weight * bm25, ts, chunk, entry)
             })
             .collect();
         rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));

@@ -92,21 +92,19 @@ pub(super) fn scored(
     let mut found = ShardMatches::default();
     let mut stats = None;
     found.ids = query_rows(conn, &scoring.sql, params, |row| {
-        let value = row.get_ref(1)?.as_blob().map_err(|err| {
-            rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Blob, err.into())
-        })?;
-        let parts = rank::Parts::read(value).ok_or_else(|| {
+        let value = row.get_ref(1)?;
+        let parts = rank::RowValue::read(value).ok_or_else(|| {
             rusqlite::Error::FromSqlConversionFailure(
                 1,
-                rusqlite::types::Type::Blob,
+                value.data_type(),
                 format!("not a value of {}", rank::FUNCTION).into(),
             )
         })?;
-        found.tokens.push(parts.tokens);
-        found.freq.extend(parts.freq());
+        found.tokens.push(parts.tokens());
+        parts.push_freq(&mut found.freq);
+        found.phrases = parts.phrases();
         if stats.is_none() {
-            found.phrases = parts.phrases();
-            stats = Some(parts.stats());
+            stats = parts.stats();
         }
         row.get(0)
     })?;
