@@ -452,14 +452,11 @@ fn plan(
     // search's window of the newest matches (the highest ids) relies on.
     // Biggest first, as before, gave the smallest files the highest ids of
     // a first sync, and the window was a sample of every month.
-    jobs.sort_by(|a, b| match (a, b) {
-        (Job::Read { target: a, .. }, Job::Read { target: b, .. }) => {
-            (a.mtime_ns, &a.path).cmp(&(b.mtime_ns, &b.path))
-        }
-        (Job::Unusable(..), Job::Read { .. }) => std::cmp::Ordering::Less,
-        (Job::Read { .. }, Job::Unusable(..)) => std::cmp::Ordering::Greater,
-        (Job::Unusable(..), Job::Unusable(..)) => std::cmp::Ordering::Equal,
-    });
+    let read_order = |job: &Job| match job {
+        Job::Read { target, .. } => Some((target.mtime_ns, target.path.clone())),
+        Job::Unusable(..) => None,
+    };
+    jobs.sort_by_cached_key(read_order);
     let synced_roots: HashSet<String> = options
         .roots
         .iter()

@@ -89,7 +89,7 @@ pub fn register(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
 
 /// What one query computes once and reuses for every row (FTS5 auxdata).
 struct QueryData {
-    /// Each row's value begins with these bytes: the shard's statistics
+    /// A blob row's value begins with these bytes: the shard's statistics
     /// (`Parts::header`).
     header: Vec<u8>,
     /// The row's value when it is a blob, built here and copied out by
@@ -416,8 +416,8 @@ fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 /// A row's value of `piidx_bm25_parts`, little-endian: its shard's
 /// statistics (rows, tokens as i64; the phrase count as u32; with several
 /// phrases, each one's hits as i64), then the row's length and each
-/// phrase's count in it (u32 each). Read without copying: every row carries
-/// its shard's statistics, which a reader takes once (`stats`).
+/// phrase's count in it (u32 each). Read without copying; the statistics
+/// are decoded only when asked for (`stats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parts<'a> {
     /// The shard's row count and token total (16 bytes).

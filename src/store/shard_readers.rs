@@ -146,7 +146,7 @@ impl ShardReaders {
 
     /// Runs `jobs[k]` with `params` on shard `k` of `db`, before the
     /// index is open: shard 0's on its reader (`open_shard0`), the others'
-    /// on theirs, each by `run(connection, k, job, params)`.
+    /// on theirs, each by `run(connection, job, params)`.
     pub fn start<J, T>(
         &mut self,
         db: &Path,
@@ -164,12 +164,11 @@ impl ShardReaders {
             .iter()
             .chain(&self.readers)
             .zip(&jobs)
-            .enumerate()
-            .map(|(shard, (reader, job))| {
+            .map(|(reader, job)| {
                 let (job, params, stop) = (job.clone(), params.clone(), self.stop.clone());
                 reader.run(false, move |conn| {
                     let _watching = stop.watch(conn);
-                    run(conn, shard, &job, &params)
+                    run(conn, &job, &params)
                 })
             })
             .collect();
@@ -228,8 +227,9 @@ impl ShardReaders {
 }
 
 /// How `ShardReaders::start` runs a shard's query: on the connection that
-/// has shard `k` attached, with `k`, the job (its SQL) and its parameters.
-pub type ShardQuery<J, T> = fn(&Connection, usize, &J, &[SqlValue]) -> rusqlite::Result<Vec<T>>;
+/// has the shard attached, with the job (which names the shard) and its
+/// parameters.
+pub type ShardQuery<J, T> = fn(&Connection, &J, &[SqlValue]) -> rusqlite::Result<Vec<T>>;
 
 /// Queries `ShardReaders::start` sent to every shard, and where their
 /// rows arrive.

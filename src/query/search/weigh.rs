@@ -14,7 +14,7 @@ use rusqlite::types::Value as SqlValue;
 use super::plan::{query_params, query_rows};
 use super::{SearchError, syntax};
 use crate::store::rank::{self, ShardStats};
-use crate::store::{Index, ShardReaders, shard_schema, weights};
+use crate::store::{Index, ShardReaders, weights};
 
 /// Weight applied to bm25 (which is negative: more negative is better).
 pub(super) const KIND_WEIGHTS: &str =
@@ -80,12 +80,11 @@ pub(super) struct ShardMatches {
     bounds: Vec<f64>,
 }
 
-/// Runs shard `shard`'s scoring query on `conn`, which has the shard
-/// attached under its name: its matches with their parts, and the shard's
+/// Runs a shard's scoring query on `conn`, which has the shard attached
+/// under its name: its matches with their parts, and the shard's
 /// statistics (one `ShardMatches`).
 pub(super) fn scored(
     conn: &rusqlite::Connection,
-    shard: usize,
     scoring: &Scoring,
     params: &[SqlValue],
 ) -> rusqlite::Result<Vec<ShardMatches>> {
@@ -112,7 +111,7 @@ pub(super) fn scored(
         Some(stats) => stats,
         None => ShardStats::read(conn, &scoring.schema, scoring.table, None)?,
     };
-    let classes = weights::Classes::read(conn, &shard_schema(shard), &found.ids)?;
+    let classes = weights::Classes::read(conn, &scoring.schema, &found.ids)?;
     found.bounds = found
         .ids
         .iter()
@@ -213,9 +212,9 @@ pub(super) fn shard_matches(
     restricted: bool,
 ) -> Result<Vec<ShardMatches>, SearchError> {
     let params: Arc<[SqlValue]> = params.into();
-    let jobs: Vec<(usize, Scoring)> = scorings.iter().cloned().enumerate().collect();
-    let matches = readers.run(store, jobs, restricted, move |conn, (shard, scoring)| {
-        scored(conn, *shard, scoring, &params)
+    let jobs: Vec<Scoring> = scorings.to_vec();
+    let matches = readers.run(store, jobs, restricted, move |conn, scoring| {
+        scored(conn, scoring, &params)
     })?;
     Ok(matches)
 }
