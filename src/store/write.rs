@@ -604,12 +604,7 @@ impl Writer {
     /// pending terms to disk: written per entry, one small segment per
     /// message was merged again and again, a fifth of a cold sync.
     ///
-    /// One statement for them all, the rowids passed as a JSON array: a
-    /// query of the view by `entry_rowid = ?1` was prepared again by SQLite
-    /// at every new rowid (its plan depends on the bound value), 16 % of the
-    /// writer thread's time in a cold sync (perf, docs/performance.md).
-    /// CROSS JOIN keeps the list outermost: with a plain JOIN, SQLite
-    /// scanned every message of the index once per commit.
+    /// One statement for them all (`INDEX_MESSAGES`).
     pub(super) fn index_pending_messages(&self) -> Result<()> {
         let rowids = std::mem::take(&mut *self.pending_messages.borrow_mut());
         if rowids.is_empty() {
@@ -621,12 +616,7 @@ impl Writer {
             .collect::<Vec<_>>()
             .join(",");
         self.conn
-            .prepare_cached(
-                "INSERT INTO message_fts(rowid, text, session_id, role, time)
-                 SELECT v.entry_rowid, v.text, v.session_id, v.role, v.time
-                   FROM json_each(?1) j CROSS JOIN v_message_text v ON v.entry_rowid = j.value
-                  ORDER BY j.key",
-            )
+            .prepare_cached(INDEX_MESSAGES)
             .and_then(|mut stmt| stmt.execute([format!("[{list}]")]))
             .map_err(self.err())?;
         Ok(())
@@ -1129,6 +1119,22 @@ const LINK_TO_PARENT: &str = "UPDATE sessions SET parent_session_id = coalesce(
             ORDER BY p.file_id LIMIT 1))
       WHERE file_id = ?1";
 
+/// `index_pending_messages`'s statement: the messages whose rowids the JSON
+/// array `?1` lists, into `message_fts`.
+///
+/// - The rowids as one array: a query of the view by `entry_rowid = ?1` was
+///   prepared again by SQLite at every new rowid (its plan depends on the
+///   bound value), 16 % of the writer thread's time in a cold sync (perf,
+///   docs/performance.md).
+/// - CROSS JOIN keeps the list outermost: with a plain JOIN, SQLite scanned
+///   every message of the index once per commit.
+/// - No ORDER BY: the nested loop gives the rows in the list's order (the
+///   rowids ascending, which spares FTS5 a flush of its pending terms), and
+///   sorting them copied every message's text into a temporary b-tree.
+const INDEX_MESSAGES: &str = "INSERT INTO message_fts(rowid, text, session_id, role, time)
+     SELECT v.entry_rowid, v.text, v.session_id, v.role, v.time
+       FROM json_each(?1) j CROSS JOIN v_message_text v ON v.entry_rowid = j.value";
+
 /// `relink_children`'s query: the sessions linked to a parent, from
 /// their own index (`sessions_parent_id`, migration 0025).
 const CHILDREN_LINKED: &str =
@@ -1151,6 +1157,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let writer = Writer::open(&dir.path().join("x.db")).unwrap();
         query_plan(&writer.conn, sql)
+    }
+
+    /// The conversation goes into `message_fts` without a sort, and each
+    /// message's text is read out of its entry once (`v_message_text` of
+    /// migration 0027): a message held about a dozen copies of itself.
+    #[test]
+    fn each_message_text_is_computed_once_and_not_sorted() {
+        let plan = fresh_plan(INDEX_MESSAGES);
+        assert!(
+            !plan.iter().any(|line| line.contains("TEMP B-TREE")),
+            "{plan:#?}"
+        );
+        let texts = plan
+            .iter()
+            .filter(|line| line.starts_with("CO-ROUTINE t"))
+            .count();
+        assert_eq!(texts, 1, "{plan:#?}");
     }
 
     /// A session that loses its rows finds the children linked to it in

@@ -566,3 +566,107 @@ fn every_core_view_opens_without_piidx_in_python_and_datasette() {
         assert!(!rows.is_empty(), "{view}");
     }
 }
+
+/// `v_message_text` since migration 0027 (a message has text when it has a
+/// first chunk of a text block, the text computed once) gives exactly the
+/// rows and texts of 0015's view (kept when its computed text was not
+/// empty), over every kind of fixture and the blank and odd blocks around
+/// them; `message_fts`, an index of the view, still matches it.
+#[test]
+fn the_message_text_view_gives_the_rows_it_gave_before_migration_27() {
+    let env = Env::new();
+    for tree in [
+        "sessions",
+        "samples",
+        "damaged",
+        "subagents",
+        "pi152",
+        "shapes",
+        "omp/sessions",
+        "pi_agent_rust",
+    ] {
+        copy_tree(
+            &fixtures().join(tree),
+            &env.root.join(tree.replace('/', "-")),
+        );
+    }
+    let odd = env.root.join("--home-u-odd--");
+    for (id, content) in [
+        ("empty", serde_json::json!("")),
+        ("blank", serde_json::json!(" \n\t ")),
+        (
+            "blocks",
+            serde_json::json!([{"type": "text", "text": ""},
+            {"type": "text", "text": "  "}, {"type": "text", "text": "kept"},
+            {"type": "text", "text": 7}, {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            {"type": "text", "text": "and this"}]),
+        ),
+        (
+            "blanks",
+            serde_json::json!([{"type": "text", "text": ""}, {"type": "text", "text": " "}]),
+        ),
+        (
+            "image",
+            serde_json::json!([{"type": "image", "data": "AAAA", "mimeType": "image/png"}]),
+        ),
+        ("number", serde_json::json!(42)),
+    ] {
+        crate::util::write_user_session(&odd, id, content);
+    }
+    // A lone surrogate escape and a pair, as JavaScript's JSON.stringify
+    // writes them.
+    std::fs::write(
+        odd.join("surrogate.jsonl"),
+        concat!(
+            r#"{"type":"session","version":3,"id":"surrogate","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/proj"}"#,
+            "\n",
+            r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"lone \ud83d and \ud83d\ude00"}}"#,
+            "\n"
+        ),
+    )
+    .expect("write session");
+    env.sync();
+    let conn = rusqlite::Connection::open(&env.db).expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
+    let migration = include_str!("../../migrations/0015_any_sqlite.sql");
+    let start = migration
+        .find("CREATE VIEW v_message_text AS")
+        .expect("0015 makes the view");
+    let end = start + migration[start..].find(';').expect("its end");
+    let old =
+        migration[start..end].replace("CREATE VIEW v_message_text", "CREATE TEMP VIEW old_text");
+    conn.execute_batch(&old).expect("0015's view");
+    let count = |sql: &str| -> i64 {
+        conn.query_row(sql, [], |row| row.get(0))
+            .unwrap_or_else(|err| panic!("{sql}: {err}"))
+    };
+    let rows = count("SELECT count(*) FROM v_message_text");
+    assert!(rows > 100, "{rows} messages with text");
+    assert_eq!(rows, count("SELECT count(*) FROM temp.old_text"));
+    for (a, b) in [
+        ("v_message_text", "temp.old_text"),
+        ("temp.old_text", "v_message_text"),
+    ] {
+        let only = count(&format!(
+            "SELECT count(*) FROM (SELECT * FROM {a} EXCEPT SELECT * FROM {b})"
+        ));
+        assert_eq!(only, 0, "rows of {a} that {b} does not have");
+    }
+    let odd_texts: Vec<String> = conn
+        .prepare(
+            "SELECT s.session_id || ': ' || v.text FROM v_message_text v
+               JOIN sessions s ON s.file_id = v.file_id
+              WHERE s.file_path LIKE '%--home-u-odd--%' ORDER BY 1",
+        )
+        .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+        .expect("the odd sessions' texts");
+    assert_eq!(
+        odd_texts,
+        [
+            "blocks: kept\nand this",
+            "surrogate: lone \u{fffd} and \u{1F600}"
+        ],
+        "{odd_texts:#?}"
+    );
+    crate::util::fts_integrity(&env.db);
+}

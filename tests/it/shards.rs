@@ -362,7 +362,13 @@ fn undo(migration: usize) -> String {
     let lean = include_str!("../../migrations/0017_lean.sql");
     let copies = include_str!("../../migrations/0009_copies.sql");
     let exact = include_str!("../../migrations/0018_exact_lines.sql");
+    let any_sqlite = include_str!("../../migrations/0015_any_sqlite.sql");
     match migration {
+        // The message text computed once (0027_message_text_once.sql).
+        27 => format!(
+            "DROP VIEW v_message_text; {}",
+            view(any_sqlite, "v_message_text")
+        ),
         // Path tails kept and indexed (0026_path_tails.sql).
         26 => "DROP INDEX sessions_file_tail; DROP INDEX sessions_unlinked_tail;
                ALTER TABLE sessions DROP COLUMN file_tail;
