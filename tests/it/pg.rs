@@ -662,6 +662,46 @@ fn phrases_and_negations_find_the_entries_the_index_finds() {
     }
 }
 
+/// The store scores a hit as the index does: bm25 over the same
+/// statistics (every chunk pushed, their tokens), no IDF for a query of one
+/// phrase and each phrase's for several, times the same weight per kind of
+/// text. So the same query gives the same scores, in the same order.
+#[test]
+fn the_store_scores_each_hit_as_the_index_does() {
+    let (env, url) = pushed_sessions();
+    let scores = |hits: &Value| -> Vec<(String, f64)> {
+        hits.as_array()
+            .expect("hits")
+            .iter()
+            .map(|hit| {
+                let entry = hit["entry_id"].as_str().unwrap_or("").to_owned();
+                (entry, hit["score"].as_f64().expect("a score"))
+            })
+            .collect()
+    };
+    for query in [
+        "crate",
+        "Cargo.toml",
+        "\"the crate\"",
+        "pars*",
+        "crate OR compile",
+        "crate edition",
+    ] {
+        let args = ["search", query, "--json", "-n", "500"];
+        let local = scores(&json(&env, &args));
+        let remote = scores(&json(&env, &[&args[..], &["--pg", &url]].concat()));
+        assert!(!local.is_empty(), "{query} is in the fixtures");
+        assert_eq!(local.len(), remote.len(), "{query}: {local:?} {remote:?}");
+        for ((entry, score), (remote_entry, remote_score)) in local.iter().zip(&remote) {
+            assert_eq!(entry, remote_entry, "{query}: {local:?} {remote:?}");
+            assert!(
+                (score - remote_score).abs() <= 1e-9 * score.abs().max(1.0),
+                "{query}: {entry} scores {score} in the index, {remote_score} in the store"
+            );
+        }
+    }
+}
+
 /// Many small pushes leave a bounded number of batches in the word index
 /// (small ones are merged, LSM-style, without the postings that no longer
 /// count), every pushed word is found, and the index equals a fresh push's.

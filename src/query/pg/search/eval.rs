@@ -7,7 +7,7 @@
 
 use super::query::{Expr, Query};
 use crate::store::pg::words::{Malformed, Posting, Postings};
-use crate::store::rank::{B, K1};
+use crate::store::rank::{self, B, K1};
 
 /// A chunk of one machine: (`src`, `chunk_id`).
 pub type Key = (i32, i64);
@@ -220,18 +220,26 @@ impl<'a> Found<'a> {
     }
 
     /// Every phrase of `expr` with its idf, as FTS5 computes it from the
-    /// number of chunks that have it (here: its candidates, any batch).
+    /// number of chunks that have it (here: its candidates, any batch);
+    /// a query of one phrase has none, as the index scores it
+    /// (`rank::Scorer`), so that both give one query the same scores.
     pub fn phrases(&self, query: &Query, collection: Collection) -> Vec<(Vec<(usize, u32)>, f64)> {
-        let mut out = Vec::new();
-        each_phrase(&query.expr, &mut |parts| {
-            let hits = match parts {
-                [(term, _)] => self.keys(*term).len(),
-                _ => self.candidates(&Expr::Phrase(parts.to_vec())).len(),
-            } as f64;
-            let idf = ((collection.chunks - hits + 0.5) / (hits + 0.5)).ln();
-            out.push((parts.to_vec(), if idf <= 0.0 { 1e-6 } else { idf }));
-        });
-        out
+        let mut phrases = Vec::new();
+        each_phrase(&query.expr, &mut |parts| phrases.push(parts.to_vec()));
+        if let [phrase] = phrases.as_mut_slice() {
+            return vec![(std::mem::take(phrase), 1.0)];
+        }
+        phrases
+            .into_iter()
+            .map(|parts| {
+                let hits = match parts.as_slice() {
+                    [(term, _)] => self.keys(*term).len(),
+                    _ => self.candidates(&Expr::Phrase(parts.clone())).len(),
+                };
+                let idf = rank::idf(collection.chunks as i64, hits as i64);
+                (parts, idf)
+            })
+            .collect()
     }
 }
 
