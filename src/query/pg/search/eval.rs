@@ -226,12 +226,13 @@ impl<'a> Found<'a> {
     pub fn phrases(&self, query: &Query, collection: Collection) -> Vec<(Vec<(usize, u32)>, f64)> {
         let mut phrases = Vec::new();
         each_phrase(&query.expr, &mut |parts| phrases.push(parts.to_vec()));
-        if let [phrase] = phrases.as_mut_slice() {
-            return vec![(std::mem::take(phrase), 1.0)];
-        }
+        let one = phrases.len() == 1;
         phrases
             .into_iter()
             .map(|parts| {
+                if one {
+                    return (parts, 1.0);
+                }
                 let hits = match parts.as_slice() {
                     [(term, _)] => self.keys(*term).len(),
                     _ => self.candidates(&Expr::Phrase(parts.clone())).len(),
