@@ -628,13 +628,11 @@ fn the_message_text_view_gives_the_rows_it_gave_before_migration_27() {
     env.sync();
     let conn = rusqlite::Connection::open(&env.db).expect("open db");
     piidx::store::register_functions(&conn).expect("sql functions");
-    let migration = include_str!("../../migrations/0015_any_sqlite.sql");
-    let start = migration
-        .find("CREATE VIEW v_message_text AS")
-        .expect("0015 makes the view");
-    let end = start + migration[start..].find(';').expect("its end");
-    let old =
-        migration[start..end].replace("CREATE VIEW v_message_text", "CREATE TEMP VIEW old_text");
+    let old = crate::util::view_sql(
+        include_str!("../../migrations/0015_any_sqlite.sql"),
+        "v_message_text",
+    )
+    .replace("CREATE VIEW v_message_text", "CREATE TEMP VIEW old_text");
     conn.execute_batch(&old).expect("0015's view");
     let count = |sql: &str| -> i64 {
         conn.query_row(sql, [], |row| row.get(0))

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::util::{Env, canonical_dump, fts_integrity, shard_paths, shard_rows, unspaced};
+use crate::util::{
+    Env, canonical_dump, fts_integrity, shard_paths, shard_rows, unspaced, view_sql,
+};
 
 fn db_sql(db: &std::path::Path, sql: &str) {
     let conn = rusqlite::Connection::open(db).expect("open db");
@@ -347,13 +349,6 @@ fn undo_down_to(version: usize) -> String {
 
 /// Undoes one migration.
 fn undo(migration: usize) -> String {
-    let view = |file: &str, name: &str| {
-        let start = file
-            .find(&format!("CREATE VIEW {name}"))
-            .expect("view in migration");
-        let len = file[start..].find(";\n").expect("end of view") + 1;
-        file[start..start + len].to_owned()
-    };
     let init = include_str!("../../migrations/0001_init.sql");
     let subagents = include_str!("../../migrations/0002_subagents.sql");
     let usage = include_str!("../../migrations/0004_usage.sql");
@@ -367,7 +362,7 @@ fn undo(migration: usize) -> String {
         // The message text computed once (0027_message_text_once.sql).
         27 => format!(
             "DROP VIEW v_message_text; {}",
-            view(any_sqlite, "v_message_text")
+            view_sql(any_sqlite, "v_message_text")
         ),
         // Path tails kept and indexed (0026_path_tails.sql).
         26 => "DROP INDEX sessions_file_tail; DROP INDEX sessions_unlinked_tail;
@@ -392,10 +387,10 @@ fn undo(migration: usize) -> String {
             "DROP VIEW tool_calls; DROP VIEW messages; DROP VIEW texts; DROP VIEW v_entries;
              DROP VIEW tool_calls_full; DROP VIEW messages_full; DROP VIEW texts_full;
              DROP VIEW v_entries_full; {} {} {} {}",
-            view(lean, "v_entries"),
-            view(lean, "texts"),
-            view(lean, "messages"),
-            view(exact, "tool_calls"),
+            view_sql(lean, "v_entries"),
+            view_sql(lean, "texts"),
+            view_sql(lean, "messages"),
+            view_sql(exact, "tool_calls"),
         ),
         // omp's full tool outputs (0020_tool_outputs.sql).
         20 => "DROP INDEX subagent_artifacts_entry;
@@ -413,8 +408,8 @@ fn undo(migration: usize) -> String {
         // 0017's and 0009's views).
         18 => format!(
             "DROP TABLE exact_lines; DROP VIEW tool_calls; DROP VIEW v_tool_calls_dedup; {} {}",
-            view(lean, "tool_calls"),
-            view(copies, "v_tool_calls_dedup"),
+            view_sql(lean, "tool_calls"),
+            view_sql(copies, "v_tool_calls_dedup"),
         ),
         // Deflated shared texts and the views over them (back to 0011's,
         // 0003's and 0001's).
@@ -427,12 +422,12 @@ fn undo(migration: usize) -> String {
              CREATE INDEX content_blocks_file ON content_blocks(file_id);
              CREATE INDEX entries_file_pi_index ON entries(file_id, pi_index);
              {} {} {} {} {} {}",
-            view(shared, "v_shared_values"),
-            view(shared, "fts_content"),
-            view(shared, "texts"),
-            view(shared, "messages"),
-            view(tree, "v_fork_copies"),
-            view(init, "tool_calls"),
+            view_sql(shared, "v_shared_values"),
+            view_sql(shared, "fts_content"),
+            view_sql(shared, "texts"),
+            view_sql(shared, "messages"),
+            view_sql(tree, "v_fork_copies"),
+            view_sql(init, "tool_calls"),
         ),
         // Machines: the index's id and name, root labels, the push record.
         16 => "DELETE FROM meta WHERE key IN ('machine_uid', 'machine_name');
@@ -470,9 +465,9 @@ fn undo(migration: usize) -> String {
              DROP TABLE shared_chunks; DROP INDEX chunks_fts_rowid;
              ALTER TABLE chunks DROP COLUMN fts_rowid;
              {} {} {}",
-            view(init, "fts_content"),
-            view(init, "texts"),
-            view(subagents, "messages"),
+            view_sql(init, "fts_content"),
+            view_sql(init, "texts"),
+            view_sql(subagents, "messages"),
         ),
         10 => "ALTER TABLE images DROP COLUMN payload_index;".to_owned(),
         // The `copies` columns, `usage_records.dedupe_key`, their indexes and
@@ -484,8 +479,8 @@ fn undo(migration: usize) -> String {
              ALTER TABLE usage_records DROP COLUMN copies;
              ALTER TABLE usage_records DROP COLUMN dedupe_key;
              ALTER TABLE tool_call_meta DROP COLUMN copies;",
-            view(usage, "v_usage_records"),
-            view(usage, "v_tool_calls_dedup")
+            view_sql(usage, "v_usage_records"),
+            view_sql(usage, "v_tool_calls_dedup")
         ),
         other => panic!("no undo for migration {other}"),
     }

@@ -95,6 +95,15 @@ impl Env {
     }
 }
 
+/// The `CREATE VIEW name` statement of a migration's SQL, with its `;`.
+pub fn view_sql(migration: &str, name: &str) -> String {
+    let start = migration
+        .find(&format!("CREATE VIEW {name}"))
+        .expect("view in migration");
+    let len = migration[start..].find(";\n").expect("end of view") + 1;
+    migration[start..start + len].to_owned()
+}
+
 /// Writes `<dir>/<id>.jsonl`: a session header and one user message whose
 /// `content` is `content` (a string or an array of blocks).
 pub fn write_user_session(dir: &Path, id: &str, content: Value) {
