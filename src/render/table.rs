@@ -115,6 +115,11 @@ pub struct Table {
 /// Columns are never cut below this (nor below their header).
 const MIN_WIDTH: usize = 8;
 const GAP: usize = 2;
+/// Output that is never cut (not a terminal) pads no column past this: a
+/// longer cell is written whole and pushes the rest of its own row right,
+/// where padding every row to it made each line of `sessions | grep` as
+/// long as the longest first message.
+const UNCUT_PAD: usize = 100;
 
 impl Table {
     pub fn new(columns: Vec<Column>) -> Table {
@@ -209,6 +214,20 @@ impl Table {
         widths
     }
 
+    /// The widths rows are padded (and cut) to: fitted to the terminal's
+    /// width, or for output that is never cut each column's widest cell,
+    /// up to `UNCUT_PAD`.
+    fn layout(&self, term: &Term) -> Vec<usize> {
+        match term.width {
+            Some(_) => self.widths(term.width),
+            None => self
+                .widths(None)
+                .into_iter()
+                .map(|width| width.min(UNCUT_PAD))
+                .collect(),
+        }
+    }
+
     /// Writes the table cut to the terminal's width, leaving out droppable
     /// columns when cutting is not enough.
     pub fn write(&self, out: &mut dyn Write, term: &Term) -> io::Result<()> {
@@ -218,10 +237,12 @@ impl Table {
         {
             return self.without_highest_drop().write(out, term);
         }
-        let widths = self.widths(term.width);
+        let widths = self.layout(term);
         self.write_head(out, &widths, term)?;
+        // Output that is not a terminal gets every cell whole.
+        let cut = term.width.is_some();
         for row in &self.rows {
-            self.write_line(out, row, &widths, term)?;
+            writeln!(out, "{}", self.line(row, &widths, term, cut))?;
         }
         Ok(())
     }
@@ -240,7 +261,7 @@ impl Table {
             .collect();
         self.write_line(out, &header, widths, term)?;
         let rule: Vec<Cell> = widths.iter().map(|w| Cell::from("─".repeat(*w))).collect();
-        let rule_line = self.line(&rule, widths, &Term::plain());
+        let rule_line = self.line(&rule, widths, &Term::plain(), true);
         writeln!(out, "{}", term.theme().dim(&rule_line))
     }
 
@@ -252,16 +273,19 @@ impl Table {
         widths: &[usize],
         term: &Term,
     ) -> io::Result<()> {
-        writeln!(out, "{}", self.line(row, widths, term))
+        writeln!(out, "{}", self.line(row, widths, term, true))
     }
 
-    fn line(&self, row: &[Cell], widths: &[usize], term: &Term) -> String {
+    /// `row` padded to `widths`, each cell cut to its width when `cut`.
+    fn line(&self, row: &[Cell], widths: &[usize], term: &Term, cut: bool) -> String {
         let theme = term.theme();
         let mut parts = Vec::with_capacity(widths.len());
         for (index, width) in widths.iter().enumerate() {
             let cell = row.get(index).cloned().unwrap_or_default();
             let column = self.columns.get(index);
-            let text = if column.is_some_and(|c| c.keep_end) {
+            let text = if !cut {
+                cell.text.clone()
+            } else if column.is_some_and(|c| c.keep_end) {
                 fit_end(&cell.text, *width)
             } else {
                 fit(&cell.text, *width)

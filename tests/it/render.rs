@@ -469,3 +469,31 @@ fn man_page_and_completions_come_from_the_definitions() {
         assert!(script.contains("subagents"), "{shell}");
     }
 }
+
+/// Piped (no width), a table cuts nothing and pads no column past a line
+/// of prose: a session whose first message is long has it whole on its own
+/// line, and the other sessions' lines are not padded to it.
+#[test]
+fn a_long_cell_piped_is_whole_and_pads_no_other_row() {
+    let env = Env::new();
+    let long: String = (0..120).map(|n| format!("word{n} ")).collect();
+    let long = long.trim_end();
+    crate::util::write_user_session(&env.root.join("--proj--"), "long", long.into());
+    crate::util::write_user_session(&env.root.join("--proj--"), "short", "short one".into());
+    env.sync();
+    let out = env.run(&["sessions", "--all"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let row = |word: &str| {
+        text.lines()
+            .find(|line| line.contains(word))
+            .unwrap_or_else(|| panic!("a row with {word}: {text}"))
+    };
+    assert!(row("word119").contains(long), "{text}");
+    assert!(row("short one").width() < 200, "{}", row("short one"));
+    assert!(
+        text.lines()
+            .all(|line| !line.contains("─") || line.width() < 200),
+        "{text}"
+    );
+}
