@@ -592,7 +592,7 @@ impl Scorer {
 
 /// `bm25()`'s IDF of one phrase: ln((N − n + 0.5) / (n + 0.5)), at least 1e-6,
 /// where n is the number of rows matching the phrase.
-pub(crate) fn idf(rows: i64, hits: i64) -> f64 {
+fn idf(rows: i64, hits: i64) -> f64 {
     let idf = ((rows - hits) as f64 + 0.5).ln() - (hits as f64 + 0.5).ln();
     if idf <= 0.0 { 1e-6 } else { idf }
 }

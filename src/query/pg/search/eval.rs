@@ -7,7 +7,7 @@
 
 use super::query::{Expr, Query};
 use crate::store::pg::words::{Malformed, Posting, Postings};
-use crate::store::rank::{self, B, K1};
+use crate::store::rank::{Scorer, ShardStats};
 
 /// A chunk of one machine: (`src`, `chunk_id`).
 pub type Key = (i32, i64);
@@ -19,13 +19,6 @@ pub struct Found<'a> {
     terms: Vec<Vec<(Key, Posting<'a>)>>,
     /// Per term, its chunks, sorted.
     keys: Vec<Vec<Key>>,
-}
-
-/// The collection a score is relative to.
-#[derive(Debug, Clone, Copy)]
-pub struct Collection {
-    pub chunks: f64,
-    pub avg_tokens: f64,
 }
 
 impl<'a> Found<'a> {
@@ -200,47 +193,43 @@ impl<'a> Found<'a> {
     }
 
     /// FTS5's bm25 of a matching chunk (negative: lower is better) over
-    /// every phrase of `expr`, a phrase's document frequency being its
-    /// candidates' (`phrase_chunks`); `tokens` is the chunk's.
+    /// the phrases of `expr` (`phrases`), as the index scores it
+    /// (`scorer`); `tokens` is the chunk's length.
     pub fn bm25(
         &self,
-        phrases: &[(Vec<(usize, u32)>, f64)],
+        phrases: &[Vec<(usize, u32)>],
+        scorer: &Scorer,
         key: Key,
         batch: i64,
-        tokens: f64,
-        collection: Collection,
+        tokens: u32,
     ) -> Result<f64, Malformed> {
-        let norm = K1 * (1.0 - B + B * tokens / collection.avg_tokens.max(1.0));
-        let mut score = 0.0;
-        for (parts, idf) in phrases {
-            let freq = f64::from(self.phrase_hits(parts, key, batch)?);
-            score += idf * (freq * (K1 + 1.0)) / (freq + norm);
-        }
-        Ok(-score)
+        let freq = phrases
+            .iter()
+            .map(|parts| self.phrase_hits(parts, key, batch))
+            .collect::<Result<Vec<u32>, _>>()?;
+        Ok(scorer.score(tokens, freq.into_iter()))
     }
 
-    /// Every phrase of `expr` with its idf, as FTS5 computes it from the
-    /// number of chunks that have it (here: its candidates, any batch);
-    /// a query of one phrase has none, as the index scores it
-    /// (`rank::Scorer`), so that both give one query the same scores.
-    pub fn phrases(&self, query: &Query, collection: Collection) -> Vec<(Vec<(usize, u32)>, f64)> {
+    /// Every phrase of `expr`, and the index's bm25 (`rank::Scorer`) over
+    /// `collection`: the store's chunks and tokens, and with several
+    /// phrases each one's document frequency, counted from its candidates
+    /// (any batch).
+    pub fn phrases(
+        &self,
+        query: &Query,
+        mut collection: ShardStats,
+    ) -> (Vec<Vec<(usize, u32)>>, Scorer) {
         let mut phrases = Vec::new();
         each_phrase(&query.expr, &mut |parts| phrases.push(parts.to_vec()));
-        let one = phrases.len() == 1;
-        phrases
-            .into_iter()
-            .map(|parts| {
-                if one {
-                    return (parts, 1.0);
-                }
-                let hits = match parts.as_slice() {
-                    [(term, _)] => self.keys(*term).len(),
-                    _ => self.candidates(&Expr::Phrase(parts.clone())).len(),
-                };
-                let idf = rank::idf(collection.chunks as i64, hits as i64);
-                (parts, idf)
-            })
-            .collect()
+        if phrases.len() > 1 {
+            let hits = phrases.iter().map(|parts| match parts.as_slice() {
+                [(term, _)] => self.keys(*term).len(),
+                _ => self.candidates(&Expr::Phrase(parts.clone())).len(),
+            });
+            collection.hits = Some(hits.map(|hits| hits as i64).collect());
+        }
+        let scorer = Scorer::new([&collection], phrases.len());
+        (phrases, scorer)
     }
 }
 
@@ -396,16 +385,13 @@ mod tests {
             Some((n, 1, list.as_slice(), None, 5))
         });
         let found = Found::new(2, rows).unwrap();
-        let collection = Collection {
-            chunks: 3.0,
-            avg_tokens: 4.0,
+        let collection = ShardStats {
+            rows: 3,
+            tokens: 12,
+            hits: None,
         };
-        let phrases = found.phrases(&query, collection);
-        let score = |chunk| {
-            found
-                .bm25(&phrases, (1, chunk), 5, 4.0, collection)
-                .unwrap()
-        };
+        let (phrases, scorer) = found.phrases(&query, collection);
+        let score = |chunk| found.bm25(&phrases, &scorer, (1, chunk), 5, 4).unwrap();
         assert!(score(1) < score(2), "more occurrences score better");
         assert!(score(3) < score(2), "a rarer word scores better");
     }

@@ -23,7 +23,7 @@ mod query;
 
 use std::collections::HashMap;
 
-use eval::{Collection, Found, Key};
+use eval::{Found, Key};
 use query::{ParseError, Query};
 
 use super::{Params, Pg, PgError, clause, conditions};
@@ -35,6 +35,7 @@ use crate::query::search::{
 };
 use crate::store::pg::lexemes::{TRIGRAM_MARK, Tokenizers};
 use crate::store::pg::words::Malformed;
+use crate::store::rank::ShardStats;
 use crate::time::format_iso_ms;
 
 #[derive(Debug, thiserror::Error)]
@@ -225,7 +226,7 @@ fn window(
     machine: Option<&str>,
 ) -> Result<Vec<Match>, PgSearchError> {
     let collection = collection(tx, machine).map_err(pg_err)?;
-    let phrases = found.phrases(query, collection);
+    let (phrases, scorer) = found.phrases(query, collection);
     let mut params = Params::default();
     params.add(0i32);
     params.add(Vec::<i64>::new());
@@ -287,13 +288,8 @@ fn window(
                 }
                 let kind: String = row.try_get(4).map_err(pg_err)?;
                 let tokens = row.try_get::<_, Option<i32>>(5).map_err(pg_err)?;
-                let bm25 = found.bm25(
-                    &phrases,
-                    (src, chunk),
-                    batch,
-                    f64::from(tokens.unwrap_or(0)),
-                    collection,
-                )?;
+                let tokens = tokens.and_then(|t| u32::try_from(t).ok()).unwrap_or(0);
+                let bm25 = found.bm25(&phrases, &scorer, (src, chunk), batch, tokens)?;
                 matches.push(Match {
                     key: (src, chunk),
                     entry_rowid: row.try_get(2).map_err(pg_err)?,
@@ -351,22 +347,22 @@ fn hits(
     Ok(hits)
 }
 
-/// The number of chunks and their average length in word tokens, over the
-/// machines searched: bm25's collection.
+/// The number of chunks and their word tokens, over the machines
+/// searched: bm25's collection, as one shard's statistics are the index's.
 fn collection(
     tx: &mut postgres::Transaction<'_>,
     machine: Option<&str>,
-) -> Result<Collection, postgres::Error> {
+) -> Result<ShardStats, postgres::Error> {
     let row = tx.query_one(
-        "SELECT coalesce(sum(b.chunks), 0)::float8, coalesce(sum(b.tokens), 0)::float8
+        "SELECT coalesce(sum(b.chunks), 0)::int8, coalesce(sum(b.tokens), 0)::int8
            FROM word_batches b
           WHERE $1::text IS NULL OR b.src IN (SELECT s.src FROM sessions s WHERE s.machine = $1)",
         &[&machine],
     )?;
-    let (chunks, tokens): (f64, f64) = (row.try_get(0)?, row.try_get(1)?);
-    Ok(Collection {
-        chunks,
-        avg_tokens: if chunks > 0.0 { tokens / chunks } else { 1.0 },
+    Ok(ShardStats {
+        rows: row.try_get(0)?,
+        tokens: row.try_get(1)?,
+        hits: None,
     })
 }
 
