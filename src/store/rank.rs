@@ -365,19 +365,32 @@ impl ShardStats {
             .optional()?;
         let (rows, tokens) = averages.as_deref().map_or((0, 0), read_averages);
         let hits = match phrases {
-            Some(phrases) if phrases.len() > 1 => {
-                let mut count = conn.prepare(&format!(
-                    "SELECT count(*) FROM \"{schema}\".\"{table}\" WHERE \"{table}\" MATCH ?1"
-                ))?;
-                let hits = phrases
-                    .iter()
-                    .map(|phrase| count.query_row([phrase], |row| row.get(0)))
-                    .collect::<rusqlite::Result<_>>()?;
-                Some(hits)
-            }
-            _ => None,
+            Some(phrases) => Self::count_hits(conn, schema, table, phrases)?,
+            None => None,
         };
         Ok(ShardStats { rows, tokens, hits })
+    }
+
+    /// How many rows of `schema.table` match each of `phrases`, each
+    /// counted by a query of the phrase alone; `None` for fewer than two
+    /// (a query of one phrase has no IDF).
+    pub fn count_hits(
+        conn: &rusqlite::Connection,
+        schema: &str,
+        table: &str,
+        phrases: &[String],
+    ) -> rusqlite::Result<Option<Vec<i64>>> {
+        if phrases.len() < 2 {
+            return Ok(None);
+        }
+        let mut count = conn.prepare(&format!(
+            "SELECT count(*) FROM \"{schema}\".\"{table}\" WHERE \"{table}\" MATCH ?1"
+        ))?;
+        phrases
+            .iter()
+            .map(|phrase| count.query_row([phrase], |row| row.get(0)))
+            .collect::<rusqlite::Result<_>>()
+            .map(Some)
     }
 }
 

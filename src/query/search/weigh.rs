@@ -158,7 +158,7 @@ pub(super) fn score_together(
 /// Counts the phrases' hits in the shards without a match, which read
 /// only their totals (`ShardStats::read`), on their own connections: the
 /// query has several phrases (another shard's matches say how many), and
-/// they can be listed (`syntax::phrases`).
+/// they can be listed (`syntax::phrases`). Their totals are kept.
 fn count_missing_hits(
     store: &Index,
     readers: &ShardReaders,
@@ -176,16 +176,16 @@ fn count_missing_hits(
         .zip(scorings)
         .map(|(shard, scoring)| missing(shard).then(|| scoring.clone()))
         .collect();
-    let read = readers.run(store, jobs, false, move |conn, job| {
-        let stats = job
-            .as_ref()
-            .map(|scoring| ShardStats::read(conn, &scoring.schema, scoring.table, Some(&list)))
-            .transpose()?;
-        Ok(vec![stats])
+    let counted = readers.run(store, jobs, false, move |conn, job| {
+        let hits = match job {
+            Some(scoring) => ShardStats::count_hits(conn, &scoring.schema, scoring.table, &list)?,
+            None => None,
+        };
+        Ok(vec![hits])
     })?;
-    for (shard, stats) in shards.iter_mut().zip(read) {
-        if let Some(stats) = stats {
-            shard.stats = stats;
+    for (shard, hits) in shards.iter_mut().zip(counted) {
+        if hits.is_some() {
+            shard.stats.hits = hits;
         }
     }
     Ok(())
