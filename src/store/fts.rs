@@ -7,7 +7,8 @@
 //! Why shards: one SQLite writer tokenises and indexes about 30 MB/s of
 //! JSONL on a 2-core machine, and FTS5 is most of a cold sync; each file has
 //! its own writer, so N shards index in parallel (docs/performance.md).
-//! Chunk `id` lives in shard `id % N`.
+//! Chunk `id` lives in shard `id % N`; the writer skips ids to keep the
+//! text given to each shard even (`ShardWriters::balance`).
 //!
 //! Consistency: the main database is the record. The main writer commits a
 //! transaction first and only then hands its chunks to the shards, so a
@@ -37,6 +38,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::weights::Weight;
 use super::{Result, StoreError, Writer, sqlite_error, uri_path, with_suffix};
+use crate::normalize::CHUNK_BYTES;
 
 /// `PRAGMA application_id` of shard files ("piis").
 const SHARD_APPLICATION_ID: i64 = 0x7069_6973;
@@ -617,6 +619,19 @@ impl Writer {
         Ok(id)
     }
 
+    /// Allocates the id of a new full-text row of `len` bytes: the next
+    /// chunk id, or a few ids further on, in the shard this sync has given
+    /// the least text (`ShardWriters::balance`).
+    pub(super) fn next_fts_rowid(&self, len: usize) -> Result<i64> {
+        let next = self.next_chunk_id()?;
+        let id = match self.shards.borrow_mut().as_mut() {
+            Some(shards) => shards.balance(next, len),
+            None => next,
+        };
+        self.next_chunk_id.set(id + 1);
+        Ok(id)
+    }
+
     /// Part of every commit, inside the transaction: remember the highest
     /// chunk id handed out.
     pub(super) fn record_chunk_ids(&self) -> Result<i64> {
@@ -948,6 +963,30 @@ impl ShardWriters {
         self.writers.iter().map(|w| w.upto).min().unwrap_or(0)
     }
 
+    /// The id, `next` or a few after it, of a new row of `len` bytes. Its
+    /// shard is `next`'s unless that shard has been given more than a
+    /// chunk's worth of text beyond the least given one; then the id skips
+    /// to that one's next id. Ids taken in turn fill the shards unevenly: a
+    /// chunk of a shared text takes two ids (the chunk's, then its row's),
+    /// so every row of one long tool output lands in the same shard of two,
+    /// and the sync waits for the shard that got most (docs/performance.md).
+    fn balance(&mut self, next: i64, len: usize) -> i64 {
+        let count = self.writers.len();
+        if count == 0 {
+            return next;
+        }
+        let own = next.rem_euclid(count as i64) as usize;
+        let given = |k: usize| self.writers[k].given;
+        let lightest = (0..count).min_by_key(|&k| given(k)).unwrap_or(own);
+        let shard = if given(own) > given(lightest) + CHUNK_BYTES as u64 {
+            lightest
+        } else {
+            own
+        };
+        self.writers[shard].given += len as u64;
+        next + (shard as i64 - own as i64).rem_euclid(count as i64)
+    }
+
     /// Whether some shard still needs this chunk.
     fn wants(&self, chunk_id: i64) -> bool {
         let shard = chunk_id.rem_euclid(self.writers.len() as i64) as usize;
@@ -1052,6 +1091,9 @@ struct ShardWriter {
     path: PathBuf,
     /// What this shard has (or has been sent, once the thread commits).
     upto: i64,
+    /// Bytes of text given to new rows of this shard by this sync
+    /// (`ShardWriters::balance`).
+    given: u64,
     sender: Option<SyncSender<Work>>,
     thread: Option<JoinHandle<Result<bool>>>,
 }
@@ -1079,6 +1121,7 @@ impl ShardWriter {
         Ok(ShardWriter {
             path,
             upto,
+            given: 0,
             sender: Some(sender),
             thread: Some(thread),
         })

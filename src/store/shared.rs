@@ -89,7 +89,7 @@ impl Writer {
         if let Some(fts_rowid) = found {
             return Ok(fts_rowid);
         }
-        let fts_rowid = self.next_chunk_id()?;
+        let fts_rowid = self.next_fts_rowid(len)?;
         self.conn
             .prepare_cached(
                 "INSERT INTO shared_chunks(fts_rowid, text_id, inner_path, start, len)

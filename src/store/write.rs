@@ -1001,15 +1001,16 @@ impl Writer {
         for text in &key.entry.texts {
             for &(start, len) in &text.spans {
                 let body = text.text.get(start..start + len).unwrap_or_default();
-                let chunk_id = self.next_chunk_id()?;
-                let fts_rowid = match &text.shared {
-                    Some((index, inner)) => match shared.get(*index) {
-                        Some(&(text_id, _)) => {
-                            Some(self.shared_fts_row(text_id, inner, (start, len), body)?)
-                        }
-                        None => None,
-                    },
-                    None => None,
+                let shared_text = text.shared.as_ref().and_then(|(index, inner)| {
+                    shared.get(*index).map(|&(text_id, _)| (text_id, inner))
+                });
+                let (chunk_id, fts_rowid) = match shared_text {
+                    Some((text_id, inner)) => {
+                        let chunk_id = self.next_chunk_id()?;
+                        let row = self.shared_fts_row(text_id, inner, (start, len), body)?;
+                        (chunk_id, Some(row))
+                    }
+                    None => (self.next_fts_rowid(len)?, None),
                 };
                 self.conn
                     .prepare_cached(

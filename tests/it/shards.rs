@@ -1,7 +1,7 @@
 //! The word index's shard files: a shard that is behind, missing or holds
 //! rows it should not is repaired by the next sync; changing the shard count
 //! re-indexes without changing what search finds, and a stray shard file
-//! changes nothing; shards without the row lengths (an earlier piidx's)
+//! changes nothing; long texts are spread over the shards; shards without the row lengths (an earlier piidx's)
 //! rank alike and get them from the next sync; a schema-5 database (one
 //! FTS table inside the main file) and a schema-6 one (the trigram index
 //! still inside it, shards without one) are upgraded in place.
@@ -178,6 +178,71 @@ fn ranking_is_the_same_whichever_shard_holds_a_chunk() {
         sync_with_shards(&env, shards);
         assert_ranked_alike(&env, &one, &format!("with {shards} shards"));
     }
+}
+
+/// A session of long tool outputs, each a shared text cut into several
+/// chunks. A chunk of a shared text takes two ids (its own, then its
+/// row's), so with ids handed out in turn every row of one output got the
+/// same parity: here all of them landed in one shard of two, and a cold
+/// sync waited for that shard alone. Rows now go where the text is least.
+#[test]
+fn long_tool_outputs_are_spread_over_the_shards() {
+    let env = Env::new();
+    let words: Vec<String> = (0..400).map(|k| format!("word{k}")).collect();
+    let mut lines = vec![
+        serde_json::json!({"type": "session", "version": 3, "id": "s1",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/proj"}),
+    ];
+    let mut parent = Value::Null;
+    let mut push = |lines: &mut Vec<Value>, message: Value| {
+        let id = format!("e{}", lines.len());
+        lines.push(
+            serde_json::json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": "2026-01-01T00:00:01.000Z", "message": message}),
+        );
+        parent = Value::String(id);
+    };
+    push(
+        &mut lines,
+        serde_json::json!({"role": "user", "content": "read the files"}),
+    );
+    for k in 0..8 {
+        // Two chunks of the assistant's own (its text and the call) keep
+        // the outputs' first ids of one parity.
+        push(
+            &mut lines,
+            serde_json::json!({"role": "assistant", "content": [
+                {"type": "text", "text": format!("Reading file {k}.")},
+                {"type": "toolCall", "id": format!("c{k}"), "name": "read",
+                 "arguments": {"path": format!("src/f{k}.rs")}}]}),
+        );
+        let output: Vec<&str> = (0..15_000)
+            .map(|n| words[(n * 7 + k * 13) % words.len()].as_str())
+            .collect();
+        push(
+            &mut lines,
+            serde_json::json!({"role": "toolResult", "toolCallId": format!("c{k}"),
+                "toolName": "read", "isError": false,
+                "content": [{"type": "text", "text": output.join(" ")}]}),
+        );
+    }
+    let dir = env.root.join("--proj--");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(dir.join("s1.jsonl"), text.join("\n") + "\n").expect("write session");
+    sync_with_shards(&env, 2);
+
+    let mut bytes = [0usize; 2];
+    for (id, text) in shard_rows(&env.db) {
+        bytes[id.rem_euclid(2) as usize] += text.len();
+    }
+    let chunk = piidx::normalize::CHUNK_BYTES;
+    assert!(bytes.iter().sum::<usize>() > 16 * chunk, "{bytes:?}");
+    assert!(
+        bytes[0].abs_diff(bytes[1]) <= 2 * chunk,
+        "text per shard: {bytes:?}"
+    );
+    fts_integrity(&env.db);
 }
 
 /// A shard file beyond the recorded shard count (left by a sync that
