@@ -79,6 +79,9 @@ pub struct Findings {
     /// Usage and tool-call rows whose `copies` (fork copies) is not what
     /// their rows say.
     pub stale_copies: i64,
+    /// A first sync was cut short: the fork copies are counted when it
+    /// ends (`stale_copies` is not checked until then).
+    pub first_sync_unfinished: bool,
     pub files_checked: u64,
     pub files_differing: Vec<FileDiff>,
     /// `--absent` texts found in a file of the index.
@@ -127,6 +130,12 @@ impl Findings {
         }
         if let Some(fts) = &self.fts {
             out.push(format!("full-text index does not match the text: {fts}"));
+        }
+        if self.first_sync_unfinished {
+            out.push(
+                "the first sync was cut short: fork copies are counted when it ends; `piidx sync` finishes it"
+                    .to_owned(),
+            );
         }
         if self.stale_copies > 0 {
             out.push(format!(
@@ -263,6 +272,12 @@ pub fn run(options: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
             ));
         }
         let store = Writer::open_for_doctor(db)?;
+        if store.bulk_load_unfinished()? {
+            store.end_bulk_load()?;
+            report
+                .fixed
+                .push("counted the fork copies of the cut-short first sync".into());
+        }
         if findings.fts.is_some() || store.fts_check().is_some() {
             store.rebuild_fts()?;
             report.fixed.push("rebuilt the full-text index".into());
@@ -508,7 +523,10 @@ pub fn diagnose(db: &Path, max_line_bytes: usize) -> Result<Findings, DoctorErro
 /// fork copies, the full outputs and images kept beside the sessions.
 fn check_index(store: &Writer, findings: &mut Findings) -> Result<(), DoctorError> {
     findings.fts = store.fts_check();
-    findings.stale_copies = store.stale_copies()?;
+    findings.first_sync_unfinished = store.bulk_load_unfinished()?;
+    if !findings.first_sync_unfinished {
+        findings.stale_copies = store.stale_copies()?;
+    }
     for (path, line, id) in store.missing_tool_outputs()? {
         findings
             .missing_outside

@@ -15,14 +15,22 @@
 //! column current instead. Temporary triggers on the writer's connection
 //! note every key whose rows were inserted or deleted, or whose session's
 //! creation time was (re)written; each commit recomputes those keys only.
+//! A first load (`Writer::begin_bulk_load`) goes without them, and without
+//! the two indexes of the keys, and counts every repeated key once at its
+//! end (`KEY_INDEXES`).
 
 use super::{Result, Writer};
 
-/// Temporary tables and triggers of the writer's connection (`temp` schema:
-/// invisible to other connections, gone when it closes).
-const TRACKING: &str = "
+/// The keys noted since the last commit: temporary tables of the writer's
+/// connection (`temp` schema: invisible to other connections, gone when it
+/// closes).
+const TOUCHED: &str = "
 CREATE TEMP TABLE IF NOT EXISTS usage_touched(dedupe_key TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS tool_touched(call_id TEXT PRIMARY KEY) WITHOUT ROWID;
+";
+
+/// Triggers of the writer's connection that note them.
+const TRACKING: &str = "
 CREATE TEMP TRIGGER IF NOT EXISTS usage_inserted AFTER INSERT ON main.usage_records BEGIN
   INSERT OR IGNORE INTO usage_touched VALUES (NEW.dedupe_key);
 END;
@@ -152,15 +160,85 @@ pub(super) fn refresh(conn: &rusqlite::Connection, scope: Scope) -> rusqlite::Re
     Ok(())
 }
 
+/// The two indexes whose keys (a response id, a tool call id) come in no
+/// order: each commit of a first load rewrote nearly every page of them, and
+/// journaled it first, so their cost grew with the square of the corpus
+/// (docs/performance.md). A first load goes without them and without the
+/// triggers, and builds them once at its end (`Writer::count_copies_after_load`).
+/// As in migration 0009.
+const KEY_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS usage_records_dedupe ON usage_records(dedupe_key, copies);
+CREATE INDEX IF NOT EXISTS tool_call_meta_call_id ON tool_call_meta(call_id, copies);
+";
+
+/// Drops the tracking triggers of `TRACKING` (the temp tables stay, empty).
+const UNTRACKING: &str = "
+DROP TRIGGER IF EXISTS temp.usage_inserted;
+DROP TRIGGER IF EXISTS temp.usage_deleted;
+DROP TRIGGER IF EXISTS temp.tool_inserted;
+DROP TRIGGER IF EXISTS temp.tool_deleted;
+DROP TRIGGER IF EXISTS temp.session_written;
+DROP TRIGGER IF EXISTS temp.session_created_changed;
+";
+
+/// As touched, after a load without tracking, every key whose `copies`
+/// may be wrong: those of several rows, and those of a row whose `copies`
+/// is not 1 (its copies deleted meanwhile).
+const LOADED_KEYS: &str = "
+INSERT OR IGNORE INTO temp.usage_touched
+  SELECT dedupe_key FROM usage_records GROUP BY dedupe_key
+  HAVING count(*) > 1 OR min(copies) <> 1 OR max(copies) <> 1;
+INSERT OR IGNORE INTO temp.tool_touched
+  SELECT call_id FROM tool_call_meta WHERE call_id IS NOT NULL GROUP BY call_id
+  HAVING count(*) > 1 OR min(copies) <> 1 OR max(copies) <> 1;
+";
+
 impl Writer {
     /// Installs the triggers that note touched keys; for the sync connection,
-    /// after migrations.
+    /// after migrations. Not during a first load (`bulk_load_unfinished`):
+    /// its end counts every key's copies at once.
     pub(super) fn track_copies(&self) -> Result<()> {
-        self.conn.execute_batch(TRACKING).map_err(self.err())
+        self.conn.execute_batch(TOUCHED).map_err(self.err())?;
+        if self.bulk_load_unfinished()? {
+            return Ok(());
+        }
+        self.conn.execute_batch(TRACKING).map_err(self.err())?;
+        self.copies_tracked.set(true);
+        Ok(())
     }
 
-    /// Part of every commit, inside the transaction.
+    /// For a first load: no tracking, and no key indexes until its end.
+    /// Inside the caller's transaction.
+    pub(super) fn stop_tracking_copies(&self) -> Result<()> {
+        self.conn
+            .execute_batch(&format!(
+                "{UNTRACKING}
+                 DROP INDEX IF EXISTS usage_records_dedupe;
+                 DROP INDEX IF EXISTS tool_call_meta_call_id;"
+            ))
+            .map_err(self.err())?;
+        self.copies_tracked.set(false);
+        Ok(())
+    }
+
+    /// The end of a first load: the key indexes built, every repeated key's
+    /// copies counted, and tracking on again. Inside the caller's
+    /// transaction.
+    pub(super) fn count_copies_after_load(&self) -> Result<()> {
+        self.conn
+            .execute_batch(&format!("{TOUCHED} {TRACKING} {KEY_INDEXES} {LOADED_KEYS}"))
+            .map_err(self.err())?;
+        self.copies_tracked.set(true);
+        refresh(&self.conn, Scope::Touched).map_err(self.err())
+    }
+
+    /// Part of every commit, inside the transaction; nothing without
+    /// tracking (a first load): without the key indexes, each recount
+    /// would read every usage and tool-call row.
     pub(super) fn refresh_copies(&self) -> Result<()> {
+        if !self.copies_tracked.get() {
+            return Ok(());
+        }
         refresh(&self.conn, Scope::Touched).map_err(self.err())
     }
 

@@ -336,6 +336,9 @@ pub struct Writer {
     /// The files whose rows the subagent links depend on that this writer
     /// changed since it last derived them (`mark_links_stale`).
     link_scope: RefCell<subagents::LinkScope>,
+    /// The triggers note the keys each commit recounts the copies of
+    /// (`copies.rs`); off during a first load, which counts them at its end.
+    copies_tracked: Cell<bool>,
     /// `PIIDX_SQL_PROFILE`: the statements' times, written when it closes.
     _sql_profile: Option<profile::SqlProfile>,
 }
@@ -356,6 +359,7 @@ impl Writer {
             message_text_emptied: Cell::new(false),
             pending_messages: Default::default(),
             link_scope: Default::default(),
+            copies_tracked: Cell::new(false),
             _sql_profile: None,
         }
     }
@@ -417,14 +421,18 @@ impl Writer {
     /// `NORMAL` may lose the file on power loss; a bulk load commits rarely
     /// enough not to feel the extra fsync. `meta.bulk_load` stays until the
     /// load has finished, so that a first sync cut short is resumed the same
-    /// way (in WAL mode it took twice as long).
+    /// way (in WAL mode it took twice as long). The load neither tracks nor
+    /// indexes the keys of fork copies (`stop_tracking_copies`).
     pub fn begin_bulk_load(&self) -> Result<()> {
+        self.begin()?;
         self.conn
             .execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('bulk_load', '1')",
                 [],
             )
             .map_err(self.err())?;
+        self.stop_tracking_copies()?;
+        self.conn.execute_batch("COMMIT").map_err(self.err())?;
         self.set_journal_mode("DELETE", "FULL")
     }
 
@@ -438,14 +446,17 @@ impl Writer {
     }
 
     /// Back to WAL after `begin_bulk_load` (a sync that fails on the way gets
-    /// there the next time the file is opened for writing), and the load is
-    /// over.
+    /// there the next time the file is opened for writing); then, in one
+    /// transaction, the fork copies counted (`count_copies_after_load`) and
+    /// the load is over.
     pub fn end_bulk_load(&self) -> Result<()> {
         self.set_journal_mode("WAL", "NORMAL")?;
+        self.begin()?;
+        self.count_copies_after_load()?;
         self.conn
             .execute("DELETE FROM meta WHERE key = 'bulk_load'", [])
-            .map(|_| ())
-            .map_err(self.err())
+            .map_err(self.err())?;
+        self.conn.execute_batch("COMMIT").map_err(self.err())
     }
 
     /// After rows were deleted: the WAL still holds the pages as they were

@@ -464,6 +464,65 @@ fn a_first_sync_cut_short_is_resumed_as_a_bulk_load() {
     assert!(canonical_dump(&env.db) == expected);
 }
 
+/// A first load counts fork copies once, at its end, and goes without the
+/// two indexes of random keys meanwhile (each commit rewrote most of their
+/// pages). Cut short, it has neither: `doctor` says the first sync is
+/// unfinished rather than calling every copy wrong, and the sync that
+/// finishes it (or `doctor --fix`) builds the indexes and counts the
+/// copies as a fresh sync does.
+#[test]
+fn a_first_sync_cut_short_counts_fork_copies_when_it_ends() {
+    const KEY_INDEXES: &str = "SELECT count(*) FROM sqlite_master
+        WHERE name IN ('usage_records_dedupe', 'tool_call_meta_call_id')";
+    for finish in ["sync", "doctor --fix"] {
+        let env = Env::with_fixture("sessions");
+        let expected = fresh_dump(&env);
+        assert!(was_killed(&sync_killed_at(&env, "commit:3", 4 << 10)));
+        assert!(
+            env.count("SELECT count(*) FROM usage_records") > 0,
+            "{finish}: nothing was loaded before the kill"
+        );
+        assert_eq!(
+            env.count(KEY_INDEXES),
+            0,
+            "{finish}: indexes during the load"
+        );
+
+        let doctor = env.run(&["doctor", "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("json");
+        assert_eq!(
+            report["findings"]["first_sync_unfinished"], true,
+            "{report}"
+        );
+        assert_eq!(report["findings"]["stale_copies"], 0, "{report}");
+        assert!(
+            report["problems"]
+                .to_string()
+                .contains("the first sync was cut short"),
+            "{report}"
+        );
+
+        match finish {
+            "sync" => {
+                env.sync();
+            }
+            _ => {
+                let fixed = env.run(&["doctor", "--fix", "--json"]);
+                let report: serde_json::Value = serde_json::from_slice(&fixed.stdout)
+                    .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&fixed.stderr)));
+                assert_eq!(report["remaining"], serde_json::json!([]), "{report}");
+            }
+        }
+        assert_eq!(
+            env.count(KEY_INDEXES),
+            2,
+            "{finish}: indexes after the load"
+        );
+        assert!(canonical_dump(&env.db) == expected, "{finish}");
+        assert_eq!(env.run(&["doctor"]).status.code(), Some(0), "{finish}");
+    }
+}
+
 #[test]
 fn a_full_resync_killed_on_its_way_is_made_good_by_the_next_sync() {
     // After a main commit (the new shards half written, the old ones
