@@ -196,13 +196,16 @@ INSERT OR IGNORE INTO temp.tool_touched
 impl Writer {
     /// Installs the triggers that note touched keys; for the sync connection,
     /// after migrations. Not during a first load (`bulk_load_unfinished`):
-    /// its end counts every key's copies at once.
+    /// its end counts every key's copies at once. The key indexes are made
+    /// again if a load's end never came (an older piidx finished it).
     pub(super) fn track_copies(&self) -> Result<()> {
         self.conn.execute_batch(TOUCHED).map_err(self.err())?;
         if self.bulk_load_unfinished()? {
             return Ok(());
         }
-        self.conn.execute_batch(TRACKING).map_err(self.err())?;
+        self.conn
+            .execute_batch(&format!("{KEY_INDEXES} {TRACKING}"))
+            .map_err(self.err())?;
         self.copies_tracked.set(true);
         Ok(())
     }

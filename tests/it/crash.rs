@@ -472,8 +472,6 @@ fn a_first_sync_cut_short_is_resumed_as_a_bulk_load() {
 /// copies as a fresh sync does.
 #[test]
 fn a_first_sync_cut_short_counts_fork_copies_when_it_ends() {
-    const KEY_INDEXES: &str = "SELECT count(*) FROM sqlite_master
-        WHERE name IN ('usage_records_dedupe', 'tool_call_meta_call_id')";
     for finish in ["sync", "doctor --fix"] {
         let env = Env::with_fixture("sessions");
         let expected = fresh_dump(&env);
@@ -483,7 +481,7 @@ fn a_first_sync_cut_short_counts_fork_copies_when_it_ends() {
             "{finish}: nothing was loaded before the kill"
         );
         assert_eq!(
-            env.count(KEY_INDEXES),
+            env.count(crate::util::FORK_KEY_INDEXES),
             0,
             "{finish}: indexes during the load"
         );
@@ -514,7 +512,7 @@ fn a_first_sync_cut_short_counts_fork_copies_when_it_ends() {
             }
         }
         assert_eq!(
-            env.count(KEY_INDEXES),
+            env.count(crate::util::FORK_KEY_INDEXES),
             2,
             "{finish}: indexes after the load"
         );

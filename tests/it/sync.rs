@@ -160,6 +160,31 @@ fn a_first_sync_leaves_the_database_in_wal_mode() {
     assert!(!std::path::Path::new(&leftover).exists());
 }
 
+/// The indexes of fork copies' keys come back when a load's end never
+/// built them (an older piidx finished the load, or a user dropped them),
+/// with the copies still right.
+#[test]
+fn a_sync_makes_the_fork_key_indexes_again() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let kept = env.count("SELECT count(*) FROM usage_records WHERE copies = 0");
+    assert!(kept > 0, "the fixture has fork copies");
+    rusqlite::Connection::open(&env.db)
+        .and_then(|conn| {
+            conn.execute_batch(
+                "DROP INDEX usage_records_dedupe; DROP INDEX tool_call_meta_call_id;",
+            )
+        })
+        .expect("drop the indexes");
+    assert_eq!(env.count(crate::util::FORK_KEY_INDEXES), 0);
+    env.sync();
+    assert_eq!(env.count(crate::util::FORK_KEY_INDEXES), 2);
+    assert_eq!(
+        env.count("SELECT count(*) FROM usage_records WHERE copies = 0"),
+        kept
+    );
+}
+
 #[test]
 fn a_root_that_is_a_file_or_missing_is_named_as_such() {
     let env = Env::new();

@@ -13,6 +13,11 @@ pub struct Env {
 }
 
 /// The repository's `fixtures/` directory.
+/// How many of the two indexes of fork copies' keys the index has (a
+/// first load builds them at its end).
+pub const FORK_KEY_INDEXES: &str = "SELECT count(*) FROM sqlite_master
+    WHERE name IN ('usage_records_dedupe', 'tool_call_meta_call_id')";
+
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
