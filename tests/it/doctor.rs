@@ -4,13 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::{Env, fts_integrity, fts_match, shard_paths};
-
-fn db_sql(db: &Path, sql: &str) {
-    let conn = rusqlite::Connection::open(db).expect("open db");
-    piidx::store::register_functions(&conn).expect("sql functions");
-    conn.execute_batch(sql).expect("damage db");
-}
+use crate::util::{Env, db_sql, fts_integrity, fts_match, shard_paths};
 
 /// Cheap identity of a file's bytes (assert_eq on megabytes is unreadable).
 fn digest(path: &Path) -> (usize, u64) {

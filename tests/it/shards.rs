@@ -1,24 +1,19 @@
 //! The word index's shard files: a shard that is behind, missing or holds
 //! rows it should not is repaired by the next sync; changing the shard count
 //! re-indexes without changing what search finds, and a stray shard file
-//! changes nothing; long texts are spread over the shards; shards without the row lengths (an earlier piidx's)
-//! rank alike and get them from the next sync; a schema-5 database (one
-//! FTS table inside the main file) and a schema-6 one (the trigram index
-//! still inside it, shards without one) are upgraded in place.
+//! changes nothing; long texts are spread over the shards; shards without
+//! the row lengths (an earlier piidx's) rank alike and get them from the
+//! next sync; a schema-5 database (one FTS table inside the main file) and
+//! a schema-6 one (the trigram index still inside it, shards without one)
+//! are upgraded in place.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use crate::util::{
-    Env, canonical_dump, fts_integrity, shard_paths, shard_rows, unspaced, view_sql,
+    Env, canonical_dump, db_sql, fts_integrity, shard_paths, shard_rows, unspaced, view_sql,
 };
-
-fn db_sql(db: &std::path::Path, sql: &str) {
-    let conn = rusqlite::Connection::open(db).expect("open db");
-    piidx::store::register_functions(&conn).expect("sql functions");
-    conn.execute_batch(sql).expect("change db");
-}
 
 /// `(session_id, entry_id)` of every hit of `query`.
 fn hits(env: &Env, query: &str) -> BTreeSet<(String, String)> {

@@ -1,6 +1,6 @@
 //! `piidx sync` on real Pi files: counts, accounting, idempotence.
 
-use crate::util::{Env, non_blank_lines, shard_paths};
+use crate::util::{Env, db_sql, non_blank_lines, shard_paths};
 
 /// Real v1 session files from Pi's own repository (fixtures/samples).
 #[test]
@@ -169,13 +169,10 @@ fn a_sync_makes_the_fork_key_indexes_again() {
     env.sync();
     let kept = env.count("SELECT count(*) FROM usage_records WHERE copies = 0");
     assert!(kept > 0, "the fixture has fork copies");
-    rusqlite::Connection::open(&env.db)
-        .and_then(|conn| {
-            conn.execute_batch(
-                "DROP INDEX usage_records_dedupe; DROP INDEX tool_call_meta_call_id;",
-            )
-        })
-        .expect("drop the indexes");
+    db_sql(
+        &env.db,
+        "DROP INDEX usage_records_dedupe; DROP INDEX tool_call_meta_call_id;",
+    );
     assert_eq!(env.count(crate::util::FORK_KEY_INDEXES), 0);
     env.sync();
     assert_eq!(env.count(crate::util::FORK_KEY_INDEXES), 2);

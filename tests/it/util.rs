@@ -18,6 +18,14 @@ pub struct Env {
 pub const FORK_KEY_INDEXES: &str = "SELECT count(*) FROM sqlite_master
     WHERE name IN ('usage_records_dedupe', 'tool_call_meta_call_id')";
 
+/// Runs `sql` on the index directly (with piidx's SQL functions), as a
+/// user or another program would change it behind piidx's back.
+pub fn db_sql(db: &Path, sql: &str) {
+    let conn = rusqlite::Connection::open(db).expect("open db");
+    piidx::store::register_functions(&conn).expect("sql functions");
+    conn.execute_batch(sql).expect("change db");
+}
+
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
