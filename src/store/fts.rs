@@ -80,7 +80,18 @@ CREATE VIRTUAL TABLE fts_trigram USING fts5(
 -- A shard made with another size keeps it.
 INSERT INTO fts(fts, rank) VALUES ('hashsize', 4194304);
 INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('hashsize', 4194304);
+-- FTS5 writes leaves of about `pgsz` bytes (default 4050, one 4 KB page),
+-- each a row of `fts_data`. The shard's pages are 16 KB (`SHARD_PAGE_SIZE`)
+-- and its leaves as large: a quarter of the rows, pages and write calls,
+-- less CPU for a load, no slower searches (docs/performance.md). The
+-- margin below the page is FTS5's own.
+INSERT INTO fts(fts, rank) VALUES ('pgsz', 16338);
+INSERT INTO fts_trigram(fts_trigram, rank) VALUES ('pgsz', 16338);
 ";
+
+/// A new shard's page size (see `pgsz` in `SHARD_SCHEMA`). A shard made
+/// with 4 KB pages keeps them, and its leaves FTS5's default size.
+const SHARD_PAGE_SIZE: i64 = 16384;
 
 /// The shard's tables beyond `SHARD_SCHEMA`'s, which a shard of this
 /// layout may lack (written by an earlier piidx) and which the writer adds.
@@ -1171,9 +1182,11 @@ fn open_shard_for_writing(
     remove_file_of(path)?;
     let conn = Connection::open(path).map_err(&err)?;
     configure_shard(&conn, path)?;
-    // Before the first table: only an empty file takes it (see `reclaim`).
-    conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL")
-        .map_err(&err)?;
+    // Before the first table: only an empty file takes them (see `reclaim`).
+    conn.execute_batch(&format!(
+        "PRAGMA page_size = {SHARD_PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL"
+    ))
+    .map_err(&err)?;
     let lengths: String = super::lengths::TABLES
         .iter()
         .map(|table| super::lengths::create_sql(table))
@@ -1403,11 +1416,32 @@ fn merge_if_many(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Pages one step of the purge's merge writes. Each step is a transaction
-/// of its own, and a shard's dirty pages stay in memory until it commits
-/// (`configure_shard`): one `optimize` held the whole shard, about its size
-/// in RAM, where steps of this many pages hold a few tens of MB.
-const PURGE_STEP_PAGES: i64 = 2000;
+/// Bytes of leaves one step of the purge's merge writes (2,000 leaves of
+/// FTS5's default size). Each step is a transaction of its own, and a
+/// shard's dirty pages stay in memory until it commits (`configure_shard`):
+/// one `optimize` held the whole shard, about its size in RAM, where steps
+/// of this size hold a few tens of MB.
+const PURGE_STEP_BYTES: i64 = 2000 * FTS5_DEFAULT_PGSZ;
+
+/// FTS5's leaf size when a shard's config does not set `pgsz`.
+const FTS5_DEFAULT_PGSZ: i64 = 4050;
+
+/// FTS5's `'merge'` counts its work in leaves: as many as make
+/// `PURGE_STEP_BYTES` of `table`'s leaves.
+fn purge_step_leaves(conn: &Connection, table: &str) -> rusqlite::Result<i64> {
+    let pgsz: Option<i64> = conn
+        .query_row(
+            &format!("SELECT v FROM {table}_config WHERE k = 'pgsz'"),
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    // FTS5 takes 32 to 65536 and ignores any other value.
+    let pgsz = pgsz
+        .filter(|size| (32..=65536).contains(size))
+        .unwrap_or(FTS5_DEFAULT_PGSZ);
+    Ok(PURGE_STEP_BYTES / pgsz)
+}
 
 /// The shards are contentless: deleting a row only records its id, and
 /// its words stay in the index's segments until FTS5 merges them, which it
@@ -1415,7 +1449,7 @@ const PURGE_STEP_PAGES: i64 = 2000;
 /// list as they were. So deleted text (a removed session, a secret) would
 /// still be in the file. After rows were deleted, the segments are merged
 /// into one, step by step (FTS5's `'merge'` with a negative page count:
-/// all segments, as `optimize` does, `PURGE_STEP_PAGES` at a time), which
+/// all segments, as `optimize` does, `PURGE_STEP_BYTES` at a time), which
 /// drops them; then the shard is copied without free pages (`VACUUM INTO`,
 /// which writes the copy straight to its file) and the copy is renamed over
 /// it. `purge_pending`, set in the transaction that deletes, is clear only
@@ -1465,13 +1499,14 @@ fn purge(conn: &Connection, path: &Path) -> Result<bool> {
 }
 
 /// Merges every segment of both indexes into one, in transactions of
-/// `PURGE_STEP_PAGES` pages; FTS5 says a step found nothing left to merge
-/// by changing fewer than two rows.
+/// `PURGE_STEP_BYTES`; FTS5 says a step found nothing left to merge by
+/// changing fewer than two rows.
 fn merge_whole(conn: &Connection) -> rusqlite::Result<()> {
     for table in ["fts", "fts_trigram"] {
+        let leaves = purge_step_leaves(conn, table)?;
         let step = format!(
             "BEGIN IMMEDIATE;
-             INSERT INTO {table}({table}, rank) VALUES ('merge', -{PURGE_STEP_PAGES});
+             INSERT INTO {table}({table}, rank) VALUES ('merge', -{leaves});
              COMMIT;"
         );
         loop {

@@ -1,7 +1,8 @@
 //! The word index's shard files: a shard that is behind, missing or holds
 //! rows it should not is repaired by the next sync; changing the shard count
 //! re-indexes without changing what search finds, and a stray shard file
-//! changes nothing; long texts are spread over the shards; shards without
+//! changes nothing; new shards have 16 KB pages, and older ones keep their
+//! 4 KB; long texts are spread over the shards; shards without
 //! the row lengths (an earlier piidx's) rank alike and get them from the
 //! next sync; a schema-5 database (one FTS table inside the main file) and
 //! a schema-6 one (the trigram index still inside it, shards without one)
@@ -258,6 +259,74 @@ fn a_stray_shard_file_changes_no_hit() {
         QUERIES.iter().map(|q| hits(&env, q)).collect::<Vec<_>>(),
         expected
     );
+}
+
+/// `PRAGMA page_size` of `shard`, and the `pgsz` both its indexes were
+/// given (`None`: FTS5's default).
+fn page_layout(shard: &std::path::Path) -> (i64, [Option<i64>; 2]) {
+    let conn = rusqlite::Connection::open(shard).expect("open shard");
+    let pgsz = |table: &str| {
+        conn.query_row(
+            &format!("SELECT v FROM {table}_config WHERE k = 'pgsz'"),
+            [],
+            |row| row.get(0),
+        )
+        .ok()
+    };
+    let page_size = conn
+        .query_row("PRAGMA page_size", [], |row| row.get(0))
+        .expect("page size");
+    (page_size, [pgsz("fts"), pgsz("fts_trigram")])
+}
+
+/// A new shard has 16 KB pages and FTS5 leaves to match; a shard of an
+/// earlier piidx (4 KB pages, FTS5's default leaves) keeps its layout
+/// through a sync that deletes rows (its merge counts leaves of its own
+/// size, and its copy keeps the page size) and finds what a fresh sync of
+/// the same tree finds.
+#[test]
+fn new_shards_have_16_kb_pages_and_older_shards_keep_theirs() {
+    let env = Env::with_fixture("sessions");
+    env.sync();
+    let shards = shard_paths(&env.db);
+    for shard in &shards {
+        assert_eq!(
+            page_layout(shard),
+            (16384, [Some(16338), Some(16338)]),
+            "{}",
+            shard.display()
+        );
+        db_sql(
+            shard,
+            "DELETE FROM fts_config WHERE k = 'pgsz';
+             DELETE FROM fts_trigram_config WHERE k = 'pgsz';
+             PRAGMA page_size = 4096; VACUUM;",
+        );
+        assert_eq!(page_layout(shard), (4096, [None, None]));
+    }
+
+    std::fs::remove_file(env.root.join(LARGE_OUTPUT)).expect("remove session");
+    let summary = env.sync();
+    assert_eq!(summary["files_removed"], 1, "{summary}");
+    for shard in &shards {
+        assert_eq!(page_layout(shard), (4096, [None, None]));
+        // The purge merged each index whole.
+        let conn = rusqlite::Connection::open(shard).expect("open shard");
+        let segments: i64 = conn
+            .query_row("SELECT count(DISTINCT segid) FROM fts_idx", [], |row| {
+                row.get(0)
+            })
+            .expect("segments");
+        assert_eq!(segments, 1, "{}", shard.display());
+    }
+    fts_integrity(&env.db);
+
+    let fresh = Env::with_fixture("sessions");
+    std::fs::remove_file(fresh.root.join(LARGE_OUTPUT)).expect("remove session");
+    fresh.sync();
+    for query in QUERIES {
+        assert_eq!(hits(&env, query), hits(&fresh, query), "search {query}");
+    }
 }
 
 /// Shard files of another index (the same sessions, synced elsewhere) are
