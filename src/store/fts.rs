@@ -1429,7 +1429,7 @@ const FTS5_DEFAULT_PGSZ: i64 = 4050;
 /// FTS5's `'merge'` counts its work in leaves: as many as make
 /// `PURGE_STEP_BYTES` of `table`'s leaves.
 fn purge_step_leaves(conn: &Connection, table: &str) -> rusqlite::Result<i64> {
-    let pgsz: Option<i64> = conn
+    let pgsz: Option<rusqlite::types::Value> = conn
         .query_row(
             &format!("SELECT v FROM {table}_config WHERE k = 'pgsz'"),
             [],
@@ -1437,9 +1437,10 @@ fn purge_step_leaves(conn: &Connection, table: &str) -> rusqlite::Result<i64> {
         )
         .optional()?;
     // FTS5 takes 32 to 65536 and ignores any other value.
-    let pgsz = pgsz
-        .filter(|size| (32..=65536).contains(size))
-        .unwrap_or(FTS5_DEFAULT_PGSZ);
+    let pgsz = match pgsz {
+        Some(rusqlite::types::Value::Integer(size)) if (32..=65536).contains(&size) => size,
+        _ => FTS5_DEFAULT_PGSZ,
+    };
     Ok(PURGE_STEP_BYTES / pgsz)
 }
 

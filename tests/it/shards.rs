@@ -262,7 +262,7 @@ fn a_stray_shard_file_changes_no_hit() {
 }
 
 /// `PRAGMA page_size` of `shard`, and the `pgsz` both its indexes were
-/// given (`None`: FTS5's default).
+/// given (`None`: none, or not a number; FTS5's default).
 fn page_layout(shard: &std::path::Path) -> (i64, [Option<i64>; 2]) {
     let conn = rusqlite::Connection::open(shard).expect("open shard");
     let pgsz = |table: &str| {
@@ -296,9 +296,11 @@ fn new_shards_have_16_kb_pages_and_older_shards_keep_theirs() {
             "{}",
             shard.display()
         );
+        // `fts` is left a value FTS5 ignores (a damaged or hand-edited
+        // config): its leaves are the default size all the same.
         db_sql(
             shard,
-            "DELETE FROM fts_config WHERE k = 'pgsz';
+            "UPDATE fts_config SET v = 'sixteen' WHERE k = 'pgsz';
              DELETE FROM fts_trigram_config WHERE k = 'pgsz';
              PRAGMA page_size = 4096; VACUUM;",
         );
