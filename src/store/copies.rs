@@ -171,6 +171,12 @@ CREATE INDEX IF NOT EXISTS usage_records_dedupe ON usage_records(dedupe_key, cop
 CREATE INDEX IF NOT EXISTS tool_call_meta_call_id ON tool_call_meta(call_id, copies);
 ";
 
+/// Drops the indexes of `KEY_INDEXES`.
+const NO_KEY_INDEXES: &str = "
+DROP INDEX IF EXISTS usage_records_dedupe;
+DROP INDEX IF EXISTS tool_call_meta_call_id;
+";
+
 /// Drops the tracking triggers of `TRACKING` (the temp tables stay, empty).
 const UNTRACKING: &str = "
 DROP TRIGGER IF EXISTS temp.usage_inserted;
@@ -214,11 +220,7 @@ impl Writer {
     /// Inside the caller's transaction.
     pub(super) fn stop_tracking_copies(&self) -> Result<()> {
         self.conn
-            .execute_batch(&format!(
-                "{UNTRACKING}
-                 DROP INDEX IF EXISTS usage_records_dedupe;
-                 DROP INDEX IF EXISTS tool_call_meta_call_id;"
-            ))
+            .execute_batch(&format!("{UNTRACKING} {NO_KEY_INDEXES}"))
             .map_err(self.err())?;
         self.copies_tracked.set(false);
         Ok(())

@@ -12,7 +12,6 @@ pub struct Env {
     pub db: PathBuf,
 }
 
-/// The repository's `fixtures/` directory.
 /// How many of the two indexes of fork copies' keys the index has (a
 /// first load builds them at its end).
 pub const FORK_KEY_INDEXES: &str = "SELECT count(*) FROM sqlite_master
@@ -26,6 +25,7 @@ pub fn db_sql(db: &Path, sql: &str) {
     conn.execute_batch(sql).expect("change db");
 }
 
+/// The repository's `fixtures/` directory.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
