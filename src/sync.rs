@@ -307,14 +307,17 @@ pub fn run_locked(options: &SyncOptions) -> Result<SyncReport, SyncError> {
     }
     store.catch_up_message_text()?;
     store.commit()?;
+    // The shards merge and compact their files (after a first load, the
+    // longest part of its end) while this thread ends the main file's load.
+    store.close_fts()?;
+    if bulk_load || unfinished {
+        store.end_bulk_load()?;
+    }
     for shard in store.finish_fts()? {
         report.warnings.push(format!(
             "full-text shard {} was held open by another process past the wait; what this run indexed becomes searchable at the next sync",
             shard.display()
         ));
-    }
-    if bulk_load || unfinished {
-        store.end_bulk_load()?;
     }
     store.scrub_wal()?;
     report.skipped.sort_by(|a, b| a.path.cmp(&b.path));

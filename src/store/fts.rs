@@ -386,24 +386,43 @@ impl Writer {
         Ok(())
     }
 
-    /// Waits for every shard to commit what it was sent (shards written
-    /// anew then take the old ones' places), then forgets the deletions
-    /// they have all applied. Call after the last `commit`.
-    /// Returns the shards a reader kept from committing: they catch up at
-    /// the next sync (their deletions stay logged for it).
-    pub fn finish_fts(&self) -> Result<Vec<PathBuf>> {
+    /// Sends the shards what they still lack and closes their input. Each
+    /// writer then commits, merges and compacts its file on its own thread
+    /// (`purge`) while this one goes on with the main file; rows written
+    /// after this reach the shards at the next sync. Call after the last
+    /// `commit` that the shards must take; `finish_fts` waits for them.
+    pub fn close_fts(&self) -> Result<()> {
         let Some(mut writers) = self.shards.borrow_mut().take() else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         // Shards written anew: the rows older than them that this sync did
         // not delete (those of a file kept as deleted, or that could not be
-        // read), then their files take the old ones' places.
-        let mut written_anew = Vec::new();
+        // read).
         let new_from = writers.new_from;
         if new_from > 0 {
             self.queue_chunks(&mut writers, 0, new_from - 1)?;
-            written_anew = writers.writers.iter().map(|w| w.path.clone()).collect();
         }
+        writers.close();
+        *self.closed_shards.borrow_mut() = Some(writers);
+        Ok(())
+    }
+
+    /// Closes the shards' input (`close_fts`) and waits for every shard to
+    /// commit what it was sent (shards written anew then take the old ones'
+    /// places), then forgets the deletions they have all applied. Call after
+    /// the last `commit`.
+    /// Returns the shards a reader kept from committing: they catch up at
+    /// the next sync (their deletions stay logged for it).
+    pub fn finish_fts(&self) -> Result<Vec<PathBuf>> {
+        self.close_fts()?;
+        let Some(writers) = self.closed_shards.borrow_mut().take() else {
+            return Ok(Vec::new());
+        };
+        let written_anew: Vec<PathBuf> = if writers.new_from > 0 {
+            writers.writers.iter().map(|w| w.path.clone()).collect()
+        } else {
+            Vec::new()
+        };
         let behind = writers.finish()?;
         if !behind.is_empty() {
             return Ok(behind);
@@ -1074,11 +1093,17 @@ impl ShardWriters {
         }
     }
 
-    /// Waits for every writer; returns the shards left behind (busy).
-    fn finish(mut self) -> Result<Vec<PathBuf>> {
+    /// Tells every writer that nothing more comes: each commits, purges
+    /// and ends.
+    fn close(&mut self) {
         for writer in &mut self.writers {
             writer.sender = None;
         }
+    }
+
+    /// Waits for every writer; returns the shards left behind (busy).
+    fn finish(mut self) -> Result<Vec<PathBuf>> {
+        self.close();
         let mut behind = Vec::new();
         let mut first_error = None;
         for writer in &mut self.writers {

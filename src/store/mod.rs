@@ -321,6 +321,9 @@ pub struct Writer {
     next_chunk_id: Cell<i64>,
     /// Writer threads of the full-text shards, during a sync.
     shards: RefCell<Option<fts::ShardWriters>>,
+    /// The shard writers once their input is closed (`close_fts`), until
+    /// `finish_fts` waits for them.
+    closed_shards: RefCell<Option<fts::ShardWriters>>,
     /// Rows were deleted since the handle opened: `scrub_wal` has work.
     deleted_rows: Cell<bool>,
     /// Artifact text left `artifact_fts`: `purge_artifact_text` has work.
@@ -353,6 +356,7 @@ impl Writer {
             pending_deletes: Default::default(),
             next_chunk_id: Cell::new(0),
             shards: Default::default(),
+            closed_shards: Default::default(),
             deleted_rows: Cell::new(false),
             artifact_text_deleted: Cell::new(false),
             message_text_deleted: Cell::new(false),
