@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use libdeflater::{CompressionLvl, Compressor, Decompressor};
 
 use serde_json::{Map, Value};
-use xxhash_rust::xxh3::xxh3_128;
+use xxhash_rust::xxh3::Xxh3Default;
 
 use super::{Entry, child_path, kind, text};
 
@@ -213,11 +213,14 @@ fn take_keys(
     }
 }
 
+/// xxh3-128 of the byte `is_json` followed by `text`, hex: the value of
+/// `shared_texts.hash`. Streamed, so that a tool output of megabytes is not
+/// copied (and its fresh pages touched) only to be hashed.
 fn hash(is_json: bool, text: &str) -> String {
-    let mut bytes = Vec::with_capacity(text.len() + 1);
-    bytes.push(u8::from(is_json));
-    bytes.extend_from_slice(text.as_bytes());
-    format!("{:032x}", xxh3_128(&bytes))
+    let mut hasher = Xxh3Default::new();
+    hasher.update(&[u8::from(is_json)]);
+    hasher.update(text.as_bytes());
+    format!("{:032x}", hasher.digest128())
 }
 
 /// The searchable strings of the entry's shared values, as system text.
@@ -359,5 +362,36 @@ pub fn restore(object: &mut Value, mut values: Vec<SharedValue>) {
         };
         let index = (value.key_index.max(0) as usize).min(target.len());
         target.shift_insert(index, value.key, restored);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `shared_texts.hash` is stored: the streamed hash must equal the
+    /// one-shot hash of the same bytes, at every length XXH3 treats apart
+    /// (up to 16, 128 and 240 bytes, one stripe, one block, beyond).
+    #[test]
+    fn the_streamed_hash_is_the_one_shot_hash() {
+        for len in [
+            0, 1, 15, 16, 17, 127, 128, 129, 239, 240, 241, 1023, 1024, 1025, 70_000,
+        ] {
+            let text: String = "fn main() { println!(\"é\"); }\n"
+                .chars()
+                .cycle()
+                .take(len)
+                .collect();
+            for is_json in [false, true] {
+                let mut bytes = vec![u8::from(is_json)];
+                bytes.extend_from_slice(text.as_bytes());
+                let one_shot = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
+                assert_eq!(
+                    hash(is_json, &text),
+                    one_shot,
+                    "{len} chars, is_json {is_json}"
+                );
+            }
+        }
     }
 }
