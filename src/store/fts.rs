@@ -391,6 +391,8 @@ impl Writer {
     /// (`purge`) while this one goes on with the main file; rows written
     /// after this reach the shards at the next sync. Call after the last
     /// `commit` that the shards must take; `finish_fts` waits for them.
+    /// No chunk may be deleted in between: `finish_fts` forgets every
+    /// logged deletion, as the shards had all applied them.
     pub fn close_fts(&self) -> Result<()> {
         let Some(mut writers) = self.shards.borrow_mut().take() else {
             return Ok(());
@@ -736,6 +738,10 @@ impl Writer {
         if spans.is_empty() {
             return Ok(());
         }
+        debug_assert!(
+            self.closed_shards.borrow().is_none(),
+            "a chunk deleted between close_fts and finish_fts"
+        );
         let mut log = self
             .conn
             .prepare_cached("INSERT OR IGNORE INTO fts_deletes(chunk_id) VALUES (?1)")
