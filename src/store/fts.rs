@@ -1447,18 +1447,29 @@ fn merge_if_many(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Bytes of leaves one step of the purge's merge writes (2,000 leaves of
-/// FTS5's default size). Each step is a transaction of its own, and a
-/// shard's dirty pages stay in memory until it commits (`configure_shard`):
-/// one `optimize` held the whole shard, about its size in RAM, where steps
-/// of this size hold a few tens of MB.
+/// Bytes of leaves one step of the purge's merge writes at least (2,000
+/// leaves of FTS5's default size). Each step is a transaction of its own,
+/// and a shard's dirty pages stay in memory until it commits
+/// (`configure_shard`): one `optimize` held the whole shard, about its size
+/// in RAM, where steps of this size hold a few tens of MB.
 const PURGE_STEP_BYTES: i64 = 2000 * FTS5_DEFAULT_PGSZ;
+
+/// Bytes of leaves one step writes at most, however many segments it reads.
+const PURGE_STEP_MAX_BYTES: i64 = 4 * PURGE_STEP_BYTES;
+
+/// Leaves a step writes for each segment it reads. FTS5 ends every step by
+/// rewriting the current leaf of each input segment (`fts5TrimSegments`),
+/// and the next step reads them all again: after a first load of 4 GB (433
+/// segments a shard) a step of `PURGE_STEP_BYTES` spent about as much on
+/// them as on its output (docs/performance.md).
+const STEP_LEAVES_PER_SEGMENT: i64 = 8;
 
 /// FTS5's leaf size when a shard's config does not set `pgsz`.
 const FTS5_DEFAULT_PGSZ: i64 = 4050;
 
-/// FTS5's `'merge'` counts its work in leaves: as many as make
-/// `PURGE_STEP_BYTES` of `table`'s leaves.
+/// FTS5's `'merge'` counts its work in leaves: `STEP_LEAVES_PER_SEGMENT`
+/// for each segment of `table`, within `PURGE_STEP_BYTES` and
+/// `PURGE_STEP_MAX_BYTES` of its leaves.
 fn purge_step_leaves(conn: &Connection, table: &str) -> rusqlite::Result<i64> {
     let pgsz: Option<rusqlite::types::Value> = conn
         .query_row(
@@ -1472,7 +1483,8 @@ fn purge_step_leaves(conn: &Connection, table: &str) -> rusqlite::Result<i64> {
         Some(rusqlite::types::Value::Integer(size)) if (32..=65536).contains(&size) => size,
         _ => FTS5_DEFAULT_PGSZ,
     };
-    Ok(PURGE_STEP_BYTES / pgsz)
+    let wanted = segments(conn, table)? * STEP_LEAVES_PER_SEGMENT;
+    Ok(wanted.clamp(PURGE_STEP_BYTES / pgsz, PURGE_STEP_MAX_BYTES / pgsz))
 }
 
 /// The shards are contentless: deleting a row only records its id, and
@@ -1481,7 +1493,7 @@ fn purge_step_leaves(conn: &Connection, table: &str) -> rusqlite::Result<i64> {
 /// list as they were. So deleted text (a removed session, a secret) would
 /// still be in the file. After rows were deleted, the segments are merged
 /// into one, step by step (FTS5's `'merge'` with a negative page count:
-/// all segments, as `optimize` does, `PURGE_STEP_BYTES` at a time), which
+/// all segments, as `optimize` does, a bounded step at a time), which
 /// drops them; then the shard is copied without free pages (`VACUUM INTO`,
 /// which writes the copy straight to its file) and the copy is renamed over
 /// it. `purge_pending`, set in the transaction that deletes, is clear only
@@ -1531,7 +1543,7 @@ fn purge(conn: &Connection, path: &Path) -> Result<bool> {
 }
 
 /// Merges every segment of both indexes into one, in transactions of
-/// `PURGE_STEP_BYTES`; FTS5 says a step found nothing left to merge by
+/// `purge_step_leaves`; FTS5 says a step found nothing left to merge by
 /// changing fewer than two rows.
 fn merge_whole(conn: &Connection) -> rusqlite::Result<()> {
     for table in ["fts", "fts_trigram"] {
@@ -1722,4 +1734,54 @@ fn attach_checked(
         });
     }
     Ok(name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shard with `count` segments in its word index: one per
+    /// transaction, FTS5's merging off as in a first load.
+    fn shard_of_segments(count: i64) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SHARD_SCHEMA).unwrap();
+        conn.execute_batch(&merge_settings(FIRST_LOAD_MERGE))
+            .unwrap();
+        for id in 0..count {
+            conn.execute(
+                "INSERT INTO fts(rowid, body) VALUES (?1, 'alpha beta gamma')",
+                [id],
+            )
+            .unwrap();
+        }
+        assert_eq!(segments(&conn, "fts").unwrap(), count);
+        conn
+    }
+
+    #[test]
+    fn a_merge_step_grows_with_the_segments_it_reads_within_bounds() {
+        let pgsz = 16338;
+        let least = PURGE_STEP_BYTES / pgsz;
+        let most = PURGE_STEP_MAX_BYTES / pgsz;
+        for (count, leaves) in [
+            (10, least),
+            (100, 100 * STEP_LEAVES_PER_SEGMENT),
+            (300, most),
+        ] {
+            let conn = shard_of_segments(count);
+            assert_eq!(
+                purge_step_leaves(&conn, "fts").unwrap(),
+                leaves,
+                "{count} segments"
+            );
+        }
+        let conn = shard_of_segments(300);
+        merge_whole(&conn).unwrap();
+        assert_eq!(segments(&conn, "fts").unwrap(), 1);
+        conn.execute(
+            "INSERT INTO fts(fts, rank) VALUES ('integrity-check', 0)",
+            [],
+        )
+        .unwrap();
+    }
 }
