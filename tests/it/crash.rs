@@ -4,7 +4,9 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::{Env, canonical_dump, copy_tree, fixtures, fts_integrity, write_user_session};
+use crate::util::{
+    Env, canonical_dump, copy_tree, fixtures, fts_integrity, word_segments, write_user_session,
+};
 
 /// A root with enough data (~18 MB) that a sync takes a while.
 fn big_env() -> Env {
@@ -644,12 +646,7 @@ fn a_first_load_merges_its_shards_once_at_its_end() {
                 |row| row.get(0),
             )
             .ok();
-        let segments = conn
-            .query_row("SELECT count(DISTINCT segid) FROM fts_idx", [], |row| {
-                row.get(0)
-            })
-            .expect("segments");
-        (pending, automerge, segments)
+        (pending, automerge, word_segments(path))
     }
     let env = Env::with_fixture("sessions");
     let expected = fresh_dump(&env);

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::util::{
     Env, canonical_dump, db_sql, fts_integrity, shard_paths, shard_rows, unspaced, view_sql,
+    word_segments,
 };
 
 /// `(session_id, entry_id)` of every hit of `query`.
@@ -313,13 +314,7 @@ fn new_shards_have_16_kb_pages_and_older_shards_keep_theirs() {
     for shard in &shards {
         assert_eq!(page_layout(shard), (4096, [None, None]));
         // The purge merged each index whole.
-        let conn = rusqlite::Connection::open(shard).expect("open shard");
-        let segments: i64 = conn
-            .query_row("SELECT count(DISTINCT segid) FROM fts_idx", [], |row| {
-                row.get(0)
-            })
-            .expect("segments");
-        assert_eq!(segments, 1, "{}", shard.display());
+        assert_eq!(word_segments(shard), 1, "{}", shard.display());
     }
     fts_integrity(&env.db);
 

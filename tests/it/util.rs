@@ -324,6 +324,18 @@ pub fn each_shard(db: &Path, select: &str) -> String {
     format!("({})", arms.join(" UNION ALL "))
 }
 
+/// How many segments a shard file's word index has (`fts_idx`, one row
+/// per segment and leaf range).
+pub fn word_segments(shard: &Path) -> i64 {
+    rusqlite::Connection::open(shard)
+        .and_then(|conn| {
+            conn.query_row("SELECT count(DISTINCT segid) FROM fts_idx", [], |row| {
+                row.get(0)
+            })
+        })
+        .expect("count a shard's segments")
+}
+
 /// A subquery of the chunk ids whose text matches an FTS5 expression.
 pub fn fts_match(db: &Path, expr: &str) -> String {
     each_shard(
