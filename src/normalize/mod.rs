@@ -428,6 +428,10 @@ pub struct Entry {
     pub session_name: Option<Option<String>>,
     /// For user messages: the text as Pi computes it for `firstMessage`.
     pub user_text: Option<String>,
+    /// For developer and assistant messages: which of `texts` is their
+    /// first text, what oh-my-pi's list shows for a session that has no
+    /// user text (`session-listing.ts`, `extractFirstDisplayMessageFromPrefix`).
+    pub other_text: Option<usize>,
     /// Subagent runs held in a toolResult's `details.results` (see `subagent`).
     pub subagent_runs: Vec<subagent::SubagentRun>,
     /// Values cut out of `raw` to be stored once (see `shared`).
@@ -486,6 +490,7 @@ pub fn entry_redacted(mut object: Value, ctx: &EntryContext, redactor: Option<&R
         texts: Vec::new(),
         session_name: None,
         user_text: None,
+        other_text: None,
         subagent_runs: Vec::new(),
         shared: shared_values,
         redactions,
@@ -678,6 +683,16 @@ pub(crate) fn describe_message(message: &Value, path: &str, out: &mut Entry) {
         };
         let content_path = format!("{path}.content");
         describe_content_with_tool(content, &content_path, text_kind, result_tool, out);
+        if matches!(row.role.as_str(), "developer" | "assistant") {
+            out.other_text = out.texts[texts_before..]
+                .iter()
+                .position(|text| {
+                    text.kind != kind::THINKING
+                        && text.kind != kind::TOOL_CALL
+                        && !text.text.is_empty()
+                })
+                .map(|index| texts_before + index);
+        }
     }
     match row.role.as_str() {
         "pythonExecution" => {
@@ -963,6 +978,27 @@ mod tests {
         assert_eq!(entry.images[0].json_path, "$.message.content[1]");
         assert_eq!(entry.user_text.as_deref(), Some("look"));
         assert!(entry.blocks[1].image_hash.is_some());
+    }
+
+    #[test]
+    fn an_assistant_or_developer_message_names_its_first_text() {
+        let text_of = |message: Value| {
+            let entry = entry(json!({"type":"message","id":"m","message":message}), &ctx());
+            entry
+                .other_text
+                .map(|index| entry.texts[index].text.clone())
+        };
+        let answer = json!({"role":"assistant","content":[
+            {"type":"thinking","thinking":"hmm"},
+            {"type":"toolCall","id":"c","name":"read","arguments":{"text":"arg"}},
+            {"type":"text","text":""},
+            {"type":"text","text":"first"},
+            {"type":"text","text":"second"}]});
+        assert_eq!(text_of(answer).as_deref(), Some("first"));
+        let note = json!({"role":"developer","content":"keep the flag on"});
+        assert_eq!(text_of(note).as_deref(), Some("keep the flag on"));
+        assert_eq!(text_of(json!({"role":"user","content":"hi"})), None);
+        assert_eq!(text_of(json!({"role":"assistant","content":[]})), None);
     }
 
     #[test]

@@ -39,6 +39,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0025_linked_children.sql"),
     include_str!("../../migrations/0026_path_tails.sql"),
     include_str!("../../migrations/0027_message_text_once.sql"),
+    include_str!("../../migrations/0028_omp_first_message.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

@@ -395,6 +395,7 @@ impl Writer {
     fn update_session(&self, file_id: i64, batch: &Batch) -> Result<()> {
         let mut messages = 0i64;
         let mut first_user_text: Option<&str> = None;
+        let mut first_other_text: Option<&str> = None;
         let mut name: Option<Option<&str>> = None;
         let mut activity: Option<i64> = None;
         // Pi's listAll never sees objects recovered from a glued line
@@ -413,6 +414,12 @@ impl Writer {
             {
                 first_user_text = Some(text);
             }
+            if first_other_text.is_none() {
+                first_other_text = entry
+                    .other_text
+                    .and_then(|index| entry.texts.get(index))
+                    .map(|text| text.text.as_str());
+            }
             // Pi 0.73.1: the latest session_info wins, and an empty name clears.
             if let Some(new_name) = &entry.session_name {
                 name = Some(new_name.as_deref().map(str::trim).filter(|n| !n.is_empty()));
@@ -425,7 +432,12 @@ impl Writer {
                 "UPDATE sessions SET
                      message_count = message_count + ?2,
                      entry_count = ?3,
-                     first_message = coalesce(first_message, ?4),
+                     first_message = CASE WHEN ?4 IS NOT NULL AND (first_message IS NULL OR first_message_other)
+                                          THEN ?4 ELSE first_message END,
+                     first_message_other = CASE WHEN ?4 IS NOT NULL THEN 0 ELSE first_message_other END,
+                     first_other_text = CASE WHEN ?4 IS NOT NULL
+                                                  OR (first_message IS NOT NULL AND NOT first_message_other)
+                                             THEN NULL ELSE coalesce(first_other_text, ?9) END,
                      name = CASE WHEN ?5 THEN ?6 ELSE name END,
                      activity_ms = CASE WHEN ?7 IS NULL THEN activity_ms
                                         WHEN activity_ms IS NULL OR ?7 > activity_ms THEN ?7
@@ -443,6 +455,7 @@ impl Writer {
                     name.flatten(),
                     activity,
                     leaf,
+                    first_other_text,
                 ])
             })
             .map_err(self.err())?;
@@ -469,7 +482,9 @@ impl Writer {
     /// batch: omp's name as its `/resume` shows it (the title slot's title
     /// when not blank; a blank slot hides `header.title`; without a slot,
     /// `header.title`; failing those, the last compaction `shortSummary`;
-    /// omp 18 `session-listing.ts`), and the port's current leaf (the
+    /// omp 18 `session-listing.ts`), its first message when no user message
+    /// has text (the first developer or assistant text, until a user text
+    /// comes: `update_session`), and the port's current leaf (the
     /// header's `leafId` when it names an entry, `""` none; its
     /// `session.rs`).
     fn agent_facts(&self, file_id: i64, batch: &Batch) -> Result<()> {
@@ -514,7 +529,10 @@ impl Writer {
                               ELSE short_summary END
                      WHEN json_type(header_raw, '$.title') = 'text'
                          THEN json_extract(header_raw, '$.title')
-                     ELSE short_summary END
+                     ELSE short_summary END,
+                     first_message = coalesce(first_message, first_other_text),
+                     first_message_other = CASE WHEN first_message IS NULL AND first_other_text IS NOT NULL
+                                                THEN 1 ELSE first_message_other END
                  WHERE file_id = ?1 AND agent = 'omp'",
             )
             .and_then(|mut stmt| stmt.execute([file_id]))

@@ -17,8 +17,8 @@ mod permissions;
 mod private;
 // Pi 1.5.x written by Pi's own code: coverage, listAll, context, usage.
 mod pi152;
-// A random tree written by Pi 1.5.2's own code: list, branches, contexts.
-mod random152;
+// Random trees written by Pi 1.5.2's and oh-my-pi's own code: lists, branches, contexts.
+mod random;
 // Rows against counts computed independently from the fixture files.
 mod fixtures;
 // `piidx sql`, output formats, and opening databases that are not ours.
