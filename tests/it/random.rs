@@ -5,16 +5,18 @@
 //! `fixtures/generate/omp/gen-random-omp.ts`;
 //! fixtures/expected/random-omp.json): every operation each has, in random
 //! order. The lists, each file's current branch, Pi's model contexts and
-//! totals must be theirs, file for file.
+//! totals must be theirs, file for file; and the files, synced while they
+//! grow, must end in what one fresh sync writes.
 
 use std::fs;
+use std::path::Path;
 
 use serde_json::Value;
 
 use piidx::query::tree::{SessionTree, build_context, resolve};
 use piidx::store::Index;
 
-use crate::util::{Env, db_sql, fixtures};
+use crate::util::{Env, canonical_dump, copy_tree, db_sql, fixtures, jsonl_files};
 
 /// Where the generator wrote the tree (absolute paths inside it point there).
 const FAKE_ROOT: &str = "/tmp/pi-fixture-random152";
@@ -259,4 +261,148 @@ fn an_older_index_gets_omps_first_message_at_the_next_sync() {
     let summary = env.sync();
     assert_eq!(summary["files_indexed"], shown_by_other_text, "{summary}");
     assert_listed_as_omp_lists(&env);
+}
+
+/// Each file of `tree` cut to its first `keep(lines)` bytes' worth of lines
+/// (0: the file is not there yet; a `torn` cut ends inside the next line,
+/// as a file Pi is writing), written over `root`.
+fn write_prefixes(tree: &Path, root: &Path, mut keep: impl FnMut(usize) -> (usize, bool)) {
+    for file in jsonl_files(tree) {
+        let bytes = fs::read(&file).expect("read");
+        let ends: Vec<usize> = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(at, _)| at + 1)
+            .collect();
+        let (lines, torn) = keep(ends.len());
+        let dest = root.join(file.strip_prefix(tree).expect("in tree"));
+        if lines == 0 {
+            let _ = fs::remove_file(&dest);
+            continue;
+        }
+        let mut end = ends[lines - 1];
+        if torn && lines < ends.len() {
+            end += (ends[lines] - end) / 2;
+        }
+        fs::create_dir_all(dest.parent().expect("dir")).expect("mkdir");
+        fs::write(&dest, &bytes[..end]).expect("write");
+    }
+}
+
+/// Files the agents' own code wrote, synced while they grow (each file cut
+/// at two random points, some cuts inside a line, some files not there
+/// yet), end in the same index as one fresh sync of the whole trees.
+#[test]
+fn agent_written_trees_synced_while_they_grow_equal_one_fresh_sync() {
+    let env = Env::new();
+    let trees = [
+        (fixtures().join("random152"), env.root.join("pi")),
+        (fixtures().join("random-omp"), env.root.join("omp")),
+    ];
+    // A fixed linear congruential sequence: the same cuts on every run.
+    let mut state: u64 = 0x5eed_2026;
+    let mut next = move |below: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        ((state >> 33) as usize) % below.max(1)
+    };
+    let mut first: Vec<usize> = Vec::new();
+    for (tree, root) in &trees {
+        write_prefixes(tree, root, |lines| {
+            let keep = next(lines + 1);
+            first.push(keep);
+            (keep, next(3) == 0)
+        });
+    }
+    env.sync();
+    let mut cuts = first.into_iter();
+    for (tree, root) in &trees {
+        write_prefixes(tree, root, |lines| {
+            let before = cuts.next().unwrap_or(0);
+            (before + next(lines - before + 1), next(3) == 0)
+        });
+    }
+    env.sync();
+    for (tree, root) in &trees {
+        copy_tree(tree, root);
+    }
+    env.sync();
+    // One fresh sync of the same files, into a database of its own.
+    let fresh = Env::new();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (grown, whole) = (canonical_dump(&env.db), canonical_dump(&fresh.db));
+    let only = |a: &[String], b: &[String]| -> Vec<String> {
+        a.iter()
+            .filter(|row| !b.contains(row))
+            .take(5)
+            .cloned()
+            .collect()
+    };
+    assert!(
+        grown == whole,
+        "synced while growing != fresh\nonly grown: {:#?}\nonly fresh: {:#?}",
+        only(&grown, &whole),
+        only(&whole, &grown)
+    );
+}
+
+/// An omp session listed by its first assistant text (it has no user text)
+/// is listed by its first user text once one is appended, as one fresh sync
+/// lists it.
+#[test]
+fn an_omp_session_takes_its_first_user_text_when_it_comes() {
+    let env = Env::with_fixture("random-omp");
+    env.sync();
+    let (id, path): (String, String) = {
+        let rows = env.sql(
+            "SELECT session_id AS id, file_path AS path FROM sessions
+              WHERE first_message_other = 1 ORDER BY file_path LIMIT 1",
+        );
+        let row = rows.first().expect("a session shown by its assistant text");
+        let field = |key: &str| row[key].as_str().expect("text").to_owned();
+        (field("id"), field("path"))
+    };
+    let first_message = |env: &Env| {
+        env.sql(&format!(
+            "SELECT first_message AS m FROM sessions WHERE session_id = '{id}'"
+        ))[0]["m"]
+            .clone()
+    };
+    let before = first_message(&env);
+    assert!(before.is_string(), "{before}");
+    let leaf = env.sql(&format!(
+        "SELECT leaf_entry_id AS leaf FROM sessions WHERE session_id = '{id}'"
+    ))[0]["leaf"]
+        .clone();
+    let user = serde_json::json!({"type": "message", "id": "feed0001", "parentId": leaf,
+        "timestamp": "2026-12-31T00:00:00.000Z",
+        "message": {"role": "user", "content": "the first user words, appended",
+                    "attribution": "user", "timestamp": 1798675200000_i64}});
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open");
+    std::io::Write::write_all(&mut file, format!("{user}\n").as_bytes()).expect("append");
+    env.sync();
+    assert_eq!(first_message(&env), "the first user words, appended");
+    let fresh = Env::new();
+    let root = env.root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        canonical_dump(&env.db) == canonical_dump(&fresh.db),
+        "appended != fresh"
+    );
 }
