@@ -173,6 +173,16 @@ fn every_file_exports_as_written_and_adds_up_to_pis_totals() {
 /// Where gen-random-omp.ts wrote the omp tree's `agent/sessions`.
 const OMP_FAKE_ROOT: &str = "/tmp/pi-fixture-romp/agent/sessions";
 
+/// The omp tree as the root, its blob store beside it (as `~/.omp/agent`
+/// holds `sessions/` and `blobs/`).
+fn omp_env() -> Env {
+    let env = Env::new();
+    copy_tree(&fixtures().join("random-omp/sessions"), &env.root);
+    let agent = env.root.parent().expect("parent");
+    copy_tree(&fixtures().join("random-omp/blobs"), &agent.join("blobs"));
+    env
+}
+
 /// `piidx sessions --json` lists what omp's `/resume` lists, and each row
 /// reads as omp reads the whole file (`messageCount`, `name` and
 /// `firstMessage`: omp's own list looks at the first 4 KB only; the
@@ -213,12 +223,18 @@ fn assert_listed_as_omp_lists(env: &Env) {
     }
 }
 
-/// The list as omp's (above), and `show --json` follows the branch omp
-/// resumes, for every file.
+/// The list as omp's (above); `show --json` follows the branch omp
+/// resumes, and `export` gives back every file byte for byte (images omp
+/// moved to its blob store stay references), with no warning.
 #[test]
 fn an_omp_tree_lists_and_resumes_as_omp_does() {
-    let env = Env::with_fixture("random-omp");
-    env.sync();
+    let env = omp_env();
+    let summary = env.sync();
+    assert_eq!(summary["warnings"], serde_json::json!([]), "{summary}");
+    assert!(
+        env.count("SELECT count(*) FROM entries WHERE raw LIKE '%blob:sha256:%'") > 0,
+        "the tree lacks images in the blob store"
+    );
     assert_listed_as_omp_lists(&env);
     let expected = read_expected("random-omp.json");
     for (rel, file) in expected["files"].as_object().expect("files") {
@@ -238,6 +254,16 @@ fn an_omp_tree_lists_and_resumes_as_omp_does() {
             .filter_map(Value::as_str)
             .collect();
         assert_eq!(ids, want, "{rel}: current branch");
+        let out = env.run(&["export", &path]);
+        assert!(
+            out.status.success(),
+            "{rel}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stdout == fs::read(&path).expect("read"),
+            "{rel}: export differs from the file"
+        );
     }
 }
 
@@ -246,7 +272,7 @@ fn an_omp_tree_lists_and_resumes_as_omp_does() {
 /// those), and lists them as omp does.
 #[test]
 fn an_older_index_gets_omps_first_message_at_the_next_sync() {
-    let env = Env::with_fixture("random-omp");
+    let env = omp_env();
     env.sync();
     let shown_by_other_text =
         env.count("SELECT count(*) FROM sessions WHERE first_message_other = 1");
@@ -298,7 +324,7 @@ fn agent_written_trees_synced_while_they_grow_equal_one_fresh_sync() {
     let env = Env::new();
     let trees = [
         (fixtures().join("random152"), env.root.join("pi")),
-        (fixtures().join("random-omp"), env.root.join("omp")),
+        (fixtures().join("random-omp/sessions"), env.root.join("omp")),
     ];
     // A fixed linear congruential sequence: the same cuts on every run.
     let mut state: u64 = 0x5eed_2026;
@@ -359,7 +385,7 @@ fn agent_written_trees_synced_while_they_grow_equal_one_fresh_sync() {
 /// lists it.
 #[test]
 fn an_omp_session_takes_its_first_user_text_when_it_comes() {
-    let env = Env::with_fixture("random-omp");
+    let env = omp_env();
     env.sync();
     let (id, path): (String, String) = {
         let rows = env.sql(
