@@ -7,7 +7,7 @@ use std::fs;
 
 use serde_json::Value;
 
-use crate::util::{Env, fixtures};
+use crate::util::{Env, assert_totals_are_pis, context_digests, expected_context, fixtures};
 
 fn manifest() -> Value {
     let text = fs::read_to_string(fixtures().join("expected/coverage-manifest.json"))
@@ -119,9 +119,8 @@ fn system_prompts_are_stored_and_indexed_once_and_found_in_every_session() {
 /// checkpoints included.
 #[test]
 fn the_context_of_every_session_is_pis() {
-    use piidx::query::tree::{SessionTree, build_context, resolve};
+    use piidx::query::tree::{SessionTree, resolve};
     use piidx::store::Index;
-    use sha2::{Digest, Sha256};
     let expected: Value = serde_json::from_str(
         &fs::read_to_string(fixtures().join("expected/pi152-context.json")).expect("expected"),
     )
@@ -139,30 +138,8 @@ fn the_context_of_every_session_is_pis() {
             let found = resolve(&store, &path).unwrap_or_else(|e| panic!("{rel}: {e}"));
             let loaded = SessionTree::load_whole(&store, found).expect("load");
             let leaf = loaded.leaf().expect("leaf");
-            let items = build_context(&loaded, &loaded.path_to(leaf));
-            let ours: Vec<(String, String, String)> = items
-                .iter()
-                .map(|item| {
-                    let json = serde_json::to_string(&item.message).expect("JSON");
-                    (
-                        loaded.nodes[item.node].id.clone(),
-                        item.message["role"].as_str().unwrap_or("?").to_owned(),
-                        format!("{:x}", Sha256::digest(json.as_bytes())),
-                    )
-                })
-                .collect();
-            let theirs: Vec<(String, String, String)> = session["messages"]
-                .as_array()
-                .expect("messages")
-                .iter()
-                .map(|m| {
-                    (
-                        m["entryId"].as_str().unwrap_or("?").to_owned(),
-                        m["role"].as_str().unwrap_or("?").to_owned(),
-                        m["message_sha256"].as_str().unwrap_or("?").to_owned(),
-                    )
-                })
-                .collect();
+            let ours = context_digests(&loaded, &loaded.path_to(leaf));
+            let theirs = expected_context(&session["messages"]);
             assert_eq!(ours, theirs, "{tree}/{rel}");
             compared += 1;
         }
@@ -190,34 +167,7 @@ fn usage_records_add_up_to_pis_session_totals() {
             let Some(stats) = session.get("getSessionStats").filter(|s| s.is_object()) else {
                 continue;
             };
-            let path = env.root.join(rel).to_string_lossy().replace('\'', "''");
-            let rows = env.sql(&format!(
-                "SELECT coalesce(sum(u.input_tokens), 0) AS input,
-                        coalesce(sum(u.output_tokens), 0) AS output,
-                        coalesce(sum(u.cache_read_tokens), 0) AS cache_read,
-                        coalesce(sum(u.cache_write_tokens), 0) AS cache_write,
-                        coalesce(sum(u.cost_total), 0) AS cost
-                   FROM files f
-                   LEFT JOIN entries e ON e.file_id = f.file_id AND e.glued = 0
-                   LEFT JOIN usage_records u ON u.entry_rowid = e.entry_rowid
-                  WHERE f.path = '{path}'"
-            ));
-            let ours = &rows[0];
-            let tokens = &stats["tokens"];
-            for (column, key) in [
-                ("input", "input"),
-                ("output", "output"),
-                ("cache_read", "cacheRead"),
-                ("cache_write", "cacheWrite"),
-            ] {
-                assert_eq!(ours[column], tokens[key], "{tree}/{rel}: {key}");
-            }
-            let cost = ours["cost"].as_f64().unwrap_or(0.0);
-            let pi = stats["cost"].as_f64().unwrap_or(0.0);
-            assert!(
-                (cost - pi).abs() < 1e-9,
-                "{tree}/{rel}: cost {cost} vs Pi's {pi}"
-            );
+            assert_totals_are_pis(&env, &env.root.join(rel), stats);
             compared += 1;
         }
     }

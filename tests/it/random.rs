@@ -13,10 +13,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use piidx::query::tree::{SessionTree, build_context, resolve};
+use piidx::query::tree::{SessionTree, resolve};
 use piidx::store::Index;
 
-use crate::util::{Env, canonical_dump, copy_tree, db_sql, fixtures, jsonl_files};
+use crate::util::{
+    Env, assert_totals_are_pis, canonical_dump, context_digests, copy_tree, db_sql,
+    expected_context, fixtures, fresh_sync_dump, jsonl_files,
+};
 
 /// Where the generator wrote the tree (absolute paths inside it point there).
 const FAKE_ROOT: &str = "/tmp/pi-fixture-random152";
@@ -30,11 +33,9 @@ fn read_expected(name: &str) -> Value {
     serde_json::from_str(&text).expect("expected JSON")
 }
 
-/// `piidx sessions --json` equals Pi's `listAll()`, order included.
-#[test]
-fn the_list_is_pis_list_all() {
-    let env = Env::with_fixture("random152");
-    env.sync();
+/// `piidx sessions --json`, the temporary root written as `fake_root`
+/// (where the generator wrote the tree).
+fn sessions_json(env: &Env, fake_root: &str) -> Vec<Value> {
     let out = env.run(&["sessions", "--json"]);
     assert!(
         out.status.success(),
@@ -44,8 +45,32 @@ fn the_list_is_pis_list_all() {
     let root = env.root.to_string_lossy().into_owned();
     let text = String::from_utf8(out.stdout)
         .expect("utf-8")
-        .replace(&root, FAKE_ROOT);
-    let mut ours: Vec<Value> = serde_json::from_str(&text).expect("sessions --json");
+        .replace(&root, fake_root);
+    serde_json::from_str(&text).expect("sessions --json")
+}
+
+/// `piidx export FILE` gives back the file's bytes.
+fn assert_exports_as_written(env: &Env, file: &Path) {
+    let out = env.run(&["export", &file.to_string_lossy()]);
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == fs::read(file).expect("read"),
+        "{}: export differs from the file",
+        file.display()
+    );
+}
+
+/// `piidx sessions --json` equals Pi's `listAll()`, order included.
+#[test]
+fn the_list_is_pis_list_all() {
+    let env = Env::with_fixture("random152");
+    env.sync();
+    let mut ours = sessions_json(&env, FAKE_ROOT);
     for session in &mut ours {
         session.as_object_mut().expect("object").remove("agent");
     }
@@ -67,7 +92,6 @@ fn the_list_is_pis_list_all() {
 /// role and exact JSON) are piidx's.
 #[test]
 fn every_branch_and_context_is_pis() {
-    use sha2::{Digest, Sha256};
     let env = Env::with_fixture("random152");
     env.sync();
     let store = Index::open(&env.db).expect("open");
@@ -95,26 +119,8 @@ fn every_branch_and_context_is_pis() {
             .map(|id| id.as_str().unwrap_or("?"))
             .collect();
         assert_eq!(ids, pi_ids, "{rel}: current branch");
-        let ours: Vec<(String, String, String)> = build_context(&loaded, &branch)
-            .iter()
-            .map(|item| {
-                let json = serde_json::to_string(&item.message).expect("JSON");
-                (
-                    loaded.nodes[item.node].id.clone(),
-                    item.message["role"].as_str().unwrap_or("?").to_owned(),
-                    format!("{:x}", Sha256::digest(json.as_bytes())),
-                )
-            })
-            .collect();
-        let theirs: Vec<(String, String, String)> = want["messages"]
-            .as_array()
-            .expect("messages")
-            .iter()
-            .map(|m| {
-                let field = |key: &str| m[key].as_str().unwrap_or("?").to_owned();
-                (field("entryId"), field("role"), field("message_sha256"))
-            })
-            .collect();
+        let ours = context_digests(&loaded, &branch);
+        let theirs = expected_context(&want["messages"]);
         assert_eq!(ours, theirs, "{rel}: model context");
     }
 }
@@ -130,43 +136,8 @@ fn every_file_exports_as_written_and_adds_up_to_pis_totals() {
     assert!(files.len() >= 40, "a tree this small proves little");
     for (rel, want) in files {
         let path = env.root.join(rel);
-        let out = env.run(&["export", &path.to_string_lossy()]);
-        assert!(
-            out.status.success(),
-            "{rel}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.stdout == fs::read(&path).expect("read"),
-            "{rel}: export differs from the file"
-        );
-        let rows = env.sql(&format!(
-            "SELECT coalesce(sum(u.input_tokens), 0) AS input,
-                    coalesce(sum(u.output_tokens), 0) AS output,
-                    coalesce(sum(u.cache_read_tokens), 0) AS cache_read,
-                    coalesce(sum(u.cache_write_tokens), 0) AS cache_write,
-                    coalesce(sum(u.cost_total), 0) AS cost
-               FROM files f
-               JOIN entries e ON e.file_id = f.file_id
-               JOIN usage_records u ON u.entry_rowid = e.entry_rowid
-              WHERE f.path = '{}'",
-            path.to_string_lossy().replace('\'', "''")
-        ));
-        let tokens = &want["stats"]["tokens"];
-        for (column, key) in [
-            ("input", "input"),
-            ("output", "output"),
-            ("cache_read", "cacheRead"),
-            ("cache_write", "cacheWrite"),
-        ] {
-            assert_eq!(rows[0][column], tokens[key], "{rel}: {key}");
-        }
-        let cost = rows[0]["cost"].as_f64().unwrap_or(0.0);
-        let pi = want["stats"]["cost"].as_f64().unwrap_or(0.0);
-        assert!(
-            (cost - pi).abs() < 1e-9,
-            "{rel}: cost {cost} against Pi's {pi}"
-        );
+        assert_exports_as_written(&env, &path);
+        assert_totals_are_pis(&env, &path, &want["stats"]);
     }
 }
 
@@ -192,17 +163,7 @@ fn assert_listed_as_omp_lists(env: &Env) {
     let files = &expected["files"];
     let listing = expected["listing"].as_array().expect("listing");
     assert!(listing.len() >= 40, "a tree this small proves little");
-    let out = env.run(&["sessions", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let root = env.root.to_string_lossy().into_owned();
-    let text = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .replace(&root, OMP_FAKE_ROOT);
-    let ours: Vec<Value> = serde_json::from_str(&text).expect("sessions --json");
+    let ours = sessions_json(env, OMP_FAKE_ROOT);
     assert_eq!(ours.len(), listing.len(), "number of sessions");
     for want in listing {
         let rel = want["path"].as_str().expect("path");
@@ -254,16 +215,7 @@ fn an_omp_tree_lists_and_resumes_as_omp_does() {
             .filter_map(Value::as_str)
             .collect();
         assert_eq!(ids, want, "{rel}: current branch");
-        let out = env.run(&["export", &path]);
-        assert!(
-            out.status.success(),
-            "{rel}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.stdout == fs::read(&path).expect("read"),
-            "{rel}: export differs from the file"
-        );
+        assert_exports_as_written(&env, Path::new(&path));
     }
 }
 
@@ -355,16 +307,7 @@ fn agent_written_trees_synced_while_they_grow_equal_one_fresh_sync() {
         copy_tree(tree, root);
     }
     env.sync();
-    // One fresh sync of the same files, into a database of its own.
-    let fresh = Env::new();
-    let root = env.root.to_string_lossy().into_owned();
-    let out = fresh.run(&["sync", "--root", &root, "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (grown, whole) = (canonical_dump(&env.db), canonical_dump(&fresh.db));
+    let (grown, whole) = (canonical_dump(&env.db), fresh_sync_dump(&env.root));
     let only = |a: &[String], b: &[String]| -> Vec<String> {
         a.iter()
             .filter(|row| !b.contains(row))
@@ -419,16 +362,8 @@ fn an_omp_session_takes_its_first_user_text_when_it_comes() {
     std::io::Write::write_all(&mut file, format!("{user}\n").as_bytes()).expect("append");
     env.sync();
     assert_eq!(first_message(&env), "the first user words, appended");
-    let fresh = Env::new();
-    let root = env.root.to_string_lossy().into_owned();
-    let out = fresh.run(&["sync", "--root", &root, "--json"]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        canonical_dump(&env.db) == canonical_dump(&fresh.db),
+        canonical_dump(&env.db) == fresh_sync_dump(&env.root),
         "appended != fresh"
     );
 }

@@ -516,3 +516,86 @@ pub fn fts_integrity(db: &Path) {
     )
     .expect("message_fts matches v_message_text");
 }
+
+/// A model context as (source entry id, role, sha256 of the message's
+/// JSON): piidx's, for `branch` of `loaded`.
+pub fn context_digests(
+    loaded: &piidx::query::tree::SessionTree,
+    branch: &[usize],
+) -> Vec<(String, String, String)> {
+    use sha2::{Digest, Sha256};
+    piidx::query::tree::build_context(loaded, branch)
+        .iter()
+        .map(|item| {
+            let json = serde_json::to_string(&item.message).expect("JSON");
+            (
+                loaded.nodes[item.node].id.clone(),
+                item.message["role"].as_str().unwrap_or("?").to_owned(),
+                format!("{:x}", Sha256::digest(json.as_bytes())),
+            )
+        })
+        .collect()
+}
+
+/// The same, from a generator's expected `messages` (`entryId`, `role`,
+/// `message_sha256`, as Pi's code computed them).
+pub fn expected_context(messages: &Value) -> Vec<(String, String, String)> {
+    messages
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            let field = |key: &str| m[key].as_str().unwrap_or("?").to_owned();
+            (field("entryId"), field("role"), field("message_sha256"))
+        })
+        .collect()
+}
+
+/// The canonical dump of one fresh sync of `root` into a database of its
+/// own (what any history of syncs of that tree must end in).
+pub fn fresh_sync_dump(root: &Path) -> Vec<String> {
+    let fresh = Env::new();
+    let root = root.to_string_lossy().into_owned();
+    let out = fresh.run(&["sync", "--root", &root, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    canonical_dump(&fresh.db)
+}
+
+/// The usage records of one session file add up to Pi's own totals
+/// (`AgentSession.getSessionStats()`: `tokens` and `cost`). Objects piidx
+/// recovers from glued lines are left out: Pi's totals never see them.
+pub fn assert_totals_are_pis(env: &Env, file: &Path, stats: &Value) {
+    let path = file.to_string_lossy().replace('\'', "''");
+    let rows = env.sql(&format!(
+        "SELECT coalesce(sum(u.input_tokens), 0) AS input,
+                coalesce(sum(u.output_tokens), 0) AS output,
+                coalesce(sum(u.cache_read_tokens), 0) AS cache_read,
+                coalesce(sum(u.cache_write_tokens), 0) AS cache_write,
+                coalesce(sum(u.cost_total), 0) AS cost
+           FROM files f
+           LEFT JOIN entries e ON e.file_id = f.file_id AND e.glued = 0
+           LEFT JOIN usage_records u ON u.entry_rowid = e.entry_rowid
+          WHERE f.path = '{path}'"
+    ));
+    let ours = &rows[0];
+    let tokens = &stats["tokens"];
+    for (column, key) in [
+        ("input", "input"),
+        ("output", "output"),
+        ("cache_read", "cacheRead"),
+        ("cache_write", "cacheWrite"),
+    ] {
+        assert_eq!(ours[column], tokens[key], "{}: {key}", file.display());
+    }
+    let cost = ours["cost"].as_f64().unwrap_or(0.0);
+    let pi = stats["cost"].as_f64().unwrap_or(0.0);
+    assert!(
+        (cost - pi).abs() < 1e-9,
+        "{}: cost {cost} against Pi's {pi}",
+        file.display()
+    );
+}
