@@ -5,7 +5,8 @@
 //! `fixtures/generate/omp/gen-random-omp.ts`;
 //! fixtures/expected/random-omp.json): every operation each has, in random
 //! order. The lists, each file's current branch, Pi's model contexts and
-//! totals must be theirs, file for file; and the files, synced while they
+//! totals must be theirs, file for file; search must find each word planted
+//! in Pi's texts in exactly its entries; and the files, synced while they
 //! grow, must end in what one fresh sync writes.
 
 use std::fs;
@@ -366,4 +367,48 @@ fn an_omp_session_takes_its_first_user_text_when_it_comes() {
         canonical_dump(&env.db) == fresh_sync_dump(&env.root),
         "appended != fresh"
     );
+}
+
+/// Every text in the Pi tree holds a word no other text has, somewhere in
+/// it (in long texts across chunk cuts too): `search WORD` finds exactly
+/// the entries whose line holds it, fork copies included, for one word in
+/// ten (each search is a process).
+#[test]
+fn planted_words_are_found_in_exactly_their_entries() {
+    let env = Env::with_fixture("random152");
+    env.sync();
+    let expected = expected();
+    let planted = expected["planted"].as_object().expect("planted");
+    assert!(planted.len() >= 1000, "a tree this small proves little");
+    for (word, places) in planted.iter().step_by(10) {
+        let out = env.run(&["search", word, "--json", "-n", "1000"]);
+        assert!(
+            out.status.success(),
+            "{word}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let hits: Vec<Value> = serde_json::from_slice(&out.stdout).expect("search --json");
+        let mut found: Vec<(String, String)> = hits
+            .iter()
+            .map(|hit| {
+                let path = Path::new(hit["session_path"].as_str().expect("path"));
+                let rel = path.strip_prefix(&env.root).expect("under the root");
+                let id = hit["entry_id"].as_str().expect("entry id");
+                (rel.to_string_lossy().into_owned(), id.to_owned())
+            })
+            .collect();
+        let mut want: Vec<(String, String)> = places
+            .as_array()
+            .expect("places")
+            .iter()
+            .map(|place| {
+                let field = |at: usize| place[at].as_str().expect("text").to_owned();
+                (field(0), field(1))
+            })
+            .collect();
+        found.sort();
+        want.sort();
+        want.dedup();
+        assert_eq!(found, want, "{word}");
+    }
 }
