@@ -2,17 +2,15 @@
 -- developer or assistant text (session-listing.ts,
 -- extractFirstDisplayMessageFromPrefix), where Pi lists "(no messages)".
 --
--- * sessions.first_other_text: the first developer or assistant message's
---   first text, kept while the session has no user text (NULL once it has
---   one), whatever its agent: a session may turn out to be omp's only in a
---   later batch;
--- * sessions.first_message_other: 1 while first_message holds that text
---   (omp), so that the first user text still replaces it when it comes.
+-- sessions.first_other_text: the first developer or assistant message's
+-- first text, kept while the session has no user text (NULL once it has
+-- one), whatever its agent: a session may turn out to be omp's only in a
+-- later batch. An omp session's first_message is that text while it is set,
+-- so the first user text still replaces it when it comes.
 --
 -- The sessions an older piidx left without a first message are read again
 -- by the next sync (their files marked as read by an older parser), so an
 -- upgraded index holds what a fresh sync writes.
 ALTER TABLE sessions ADD COLUMN first_other_text TEXT;
-ALTER TABLE sessions ADD COLUMN first_message_other INTEGER NOT NULL DEFAULT 0;
 UPDATE files SET parser_version = 0
  WHERE file_id IN (SELECT file_id FROM sessions WHERE first_message IS NULL);

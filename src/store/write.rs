@@ -432,11 +432,10 @@ impl Writer {
                 "UPDATE sessions SET
                      message_count = message_count + ?2,
                      entry_count = ?3,
-                     first_message = CASE WHEN ?4 IS NOT NULL AND (first_message IS NULL OR first_message_other)
+                     first_message = CASE WHEN ?4 IS NOT NULL AND (first_message IS NULL OR first_other_text IS NOT NULL)
                                           THEN ?4 ELSE first_message END,
-                     first_message_other = CASE WHEN ?4 IS NOT NULL THEN 0 ELSE first_message_other END,
                      first_other_text = CASE WHEN ?4 IS NOT NULL
-                                                  OR (first_message IS NOT NULL AND NOT first_message_other)
+                                                  OR (first_message IS NOT NULL AND first_other_text IS NULL)
                                              THEN NULL ELSE coalesce(first_other_text, ?9) END,
                      name = CASE WHEN ?5 THEN ?6 ELSE name END,
                      activity_ms = CASE WHEN ?7 IS NULL THEN activity_ms
@@ -484,9 +483,10 @@ impl Writer {
     /// `header.title`; failing those, the last compaction `shortSummary`;
     /// omp 18 `session-listing.ts`), its first message when no user message
     /// has text (the first developer or assistant text, until a user text
-    /// comes: `update_session`), and the port's current leaf (the
-    /// header's `leafId` when it names an entry, `""` none; its
-    /// `session.rs`).
+    /// comes: `update_session` clears `first_other_text` then, so a
+    /// `first_message` beside a `first_other_text` is that text), and the
+    /// port's current leaf (the header's `leafId` when it names an entry,
+    /// `""` none; its `session.rs`).
     fn agent_facts(&self, file_id: i64, batch: &Batch) -> Result<()> {
         // An entry only omp writes makes a session whose header looked
         // like Pi's omp's (older omp headers have nothing of their own).
@@ -530,9 +530,7 @@ impl Writer {
                      WHEN json_type(header_raw, '$.title') = 'text'
                          THEN json_extract(header_raw, '$.title')
                      ELSE short_summary END,
-                     first_message = coalesce(first_message, first_other_text),
-                     first_message_other = CASE WHEN first_message IS NULL AND first_other_text IS NOT NULL
-                                                THEN 1 ELSE first_message_other END
+                     first_message = coalesce(first_message, first_other_text)
                  WHERE file_id = ?1 AND agent = 'omp'",
             )
             .and_then(|mut stmt| stmt.execute([file_id]))

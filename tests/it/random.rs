@@ -228,13 +228,12 @@ fn an_older_index_gets_omps_first_message_at_the_next_sync() {
     let env = omp_env();
     env.sync();
     let shown_by_other_text =
-        env.count("SELECT count(*) FROM sessions WHERE first_message_other = 1");
+        env.count("SELECT count(*) FROM sessions WHERE first_message = first_other_text");
     assert!(shown_by_other_text >= 1, "the tree lacks the case");
     db_sql(
         &env.db,
-        "UPDATE sessions SET first_message = NULL WHERE first_message_other = 1;
+        "UPDATE sessions SET first_message = NULL WHERE first_message = first_other_text;
          ALTER TABLE sessions DROP COLUMN first_other_text;
-         ALTER TABLE sessions DROP COLUMN first_message_other;
          PRAGMA user_version = 27;",
     );
     let summary = env.sync();
@@ -334,7 +333,7 @@ fn an_omp_session_takes_its_first_user_text_when_it_comes() {
     let (id, path): (String, String) = {
         let rows = env.sql(
             "SELECT session_id AS id, file_path AS path FROM sessions
-              WHERE first_message_other = 1 ORDER BY file_path LIMIT 1",
+              WHERE first_message = first_other_text ORDER BY file_path LIMIT 1",
         );
         let row = rows.first().expect("a session shown by its assistant text");
         let field = |key: &str| row[key].as_str().expect("text").to_owned();

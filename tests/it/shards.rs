@@ -486,9 +486,7 @@ fn undo(migration: usize) -> String {
     let any_sqlite = include_str!("../../migrations/0015_any_sqlite.sql");
     match migration {
         // omp's first message without user text (0028_omp_first_message.sql).
-        28 => "ALTER TABLE sessions DROP COLUMN first_other_text;
-               ALTER TABLE sessions DROP COLUMN first_message_other;"
-            .to_owned(),
+        28 => "ALTER TABLE sessions DROP COLUMN first_other_text;".to_owned(),
         // The message text computed once (0027_message_text_once.sql).
         27 => format!(
             "DROP VIEW v_message_text; {}",
