@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
-use crate::util::{Env, canonical_dump, fts_integrity};
+use crate::util::{Env, assert_same_dump, canonical_dump, fts_integrity};
 
 /// What can happen to a sessions tree between two syncs.
 #[derive(Debug, Clone)]
@@ -472,23 +472,11 @@ fn check(ops: &[Op]) {
     );
     fts_integrity(&env.db);
     assert_copies_are_current(&env.db);
-    let incremental = canonical_dump(&env.db);
-    let expected = canonical_dump(&fresh_db);
-    if incremental != expected {
-        let only_inc: Vec<_> = incremental
-            .iter()
-            .filter(|r| !expected.contains(r))
-            .take(8)
-            .collect();
-        let only_fresh: Vec<_> = expected
-            .iter()
-            .filter(|r| !incremental.contains(r))
-            .take(8)
-            .collect();
-        panic!(
-            "incremental != fresh\nonly incremental: {only_inc:#?}\nonly fresh: {only_fresh:#?}"
-        );
-    }
+    assert_same_dump(
+        &canonical_dump(&env.db),
+        &canonical_dump(&fresh_db),
+        "incremental",
+    );
 }
 
 /// Sorts the rows of one file's session before those of another, the way

@@ -18,8 +18,8 @@ use piidx::query::tree::{SessionTree, resolve};
 use piidx::store::Index;
 
 use crate::util::{
-    Env, assert_totals_are_pis, canonical_dump, context_digests, copy_tree, db_sql,
-    expected_context, fixtures, fresh_sync_dump, jsonl_files,
+    Env, assert_same_dump, assert_totals_are_pis, canonical_dump, context_digests, copy_tree,
+    db_sql, expected_context, fixtures, fresh_sync_dump, jsonl_files,
 };
 
 /// Where the generator wrote the tree (absolute paths inside it point there).
@@ -241,9 +241,10 @@ fn an_older_index_gets_omps_first_message_at_the_next_sync() {
     assert_listed_as_omp_lists(&env);
 }
 
-/// Each file of `tree` cut to its first `keep(lines)` bytes' worth of lines
-/// (0: the file is not there yet; a `torn` cut ends inside the next line,
-/// as a file Pi is writing), written over `root`.
+/// Each file of `tree` cut after its first `n` lines, where `keep(lines in
+/// the file)` gives `(n, torn)`, written over `root` (`n` = 0: the file is
+/// not there yet; `torn`: the cut ends halfway into the next line, as in a
+/// file being written).
 fn write_prefixes(tree: &Path, root: &Path, mut keep: impl FnMut(usize) -> (usize, bool)) {
     for file in jsonl_files(tree) {
         let bytes = fs::read(&file).expect("read");
@@ -307,19 +308,10 @@ fn agent_written_trees_synced_while_they_grow_equal_one_fresh_sync() {
         copy_tree(tree, root);
     }
     env.sync();
-    let (grown, whole) = (canonical_dump(&env.db), fresh_sync_dump(&env.root));
-    let only = |a: &[String], b: &[String]| -> Vec<String> {
-        a.iter()
-            .filter(|row| !b.contains(row))
-            .take(5)
-            .cloned()
-            .collect()
-    };
-    assert!(
-        grown == whole,
-        "synced while growing != fresh\nonly grown: {:#?}\nonly fresh: {:#?}",
-        only(&grown, &whole),
-        only(&whole, &grown)
+    assert_same_dump(
+        &canonical_dump(&env.db),
+        &fresh_sync_dump(&env.root),
+        "synced while growing",
     );
 }
 
@@ -362,9 +354,10 @@ fn an_omp_session_takes_its_first_user_text_when_it_comes() {
     std::io::Write::write_all(&mut file, format!("{user}\n").as_bytes()).expect("append");
     env.sync();
     assert_eq!(first_message(&env), "the first user words, appended");
-    assert!(
-        canonical_dump(&env.db) == fresh_sync_dump(&env.root),
-        "appended != fresh"
+    assert_same_dump(
+        &canonical_dump(&env.db),
+        &fresh_sync_dump(&env.root),
+        "appended",
     );
 }
 

@@ -599,3 +599,21 @@ pub fn assert_totals_are_pis(env: &Env, file: &Path, stats: &Value) {
         file.display()
     );
 }
+
+/// Two canonical dumps are equal; if not, the first rows only each has.
+pub fn assert_same_dump(ours: &[String], fresh: &[String], what: &str) {
+    if ours != fresh {
+        let only = |a: &[String], b: &[String]| -> Vec<String> {
+            a.iter()
+                .filter(|row| !b.contains(row))
+                .take(8)
+                .cloned()
+                .collect()
+        };
+        panic!(
+            "{what} != fresh\nonly {what}: {:#?}\nonly fresh: {:#?}",
+            only(ours, fresh),
+            only(fresh, ours)
+        );
+    }
+}
