@@ -40,6 +40,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0026_path_tails.sql"),
     include_str!("../../migrations/0027_message_text_once.sql"),
     include_str!("../../migrations/0028_omp_first_message.sql"),
+    include_str!("../../migrations/0029_port_names.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

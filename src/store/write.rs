@@ -397,6 +397,7 @@ impl Writer {
         let mut first_user_text: Option<&str> = None;
         let mut first_other_text: Option<&str> = None;
         let mut name: Option<Option<&str>> = None;
+        let mut named: Option<&str> = None;
         let mut activity: Option<i64> = None;
         // Pi's listAll never sees objects recovered from a glued line
         // (JSON.parse fails on the whole line) except those its readline
@@ -424,6 +425,11 @@ impl Writer {
             if let Some(new_name) = &entry.session_name {
                 name = Some(new_name.as_deref().map(str::trim).filter(|n| !n.is_empty()));
             }
+            // pi_agent_rust: the latest session_info that has a name, as
+            // written; one without a name leaves it (`session_index.rs`).
+            if let Some(Some(new_name)) = &entry.session_name {
+                named = Some(new_name);
+            }
         }
         let leaf = batch.entries.last().map(|entry| entry.entry_id.as_str());
         let mtime_ms = batch.target.mtime_ns / 1_000_000;
@@ -437,7 +443,8 @@ impl Writer {
                      first_other_text = CASE WHEN ?4 IS NOT NULL
                                                   OR (first_message IS NOT NULL AND first_other_text IS NULL)
                                              THEN NULL ELSE coalesce(first_other_text, ?9) END,
-                     name = CASE WHEN ?5 THEN ?6 ELSE name END,
+                     name = CASE WHEN agent = 'pi_agent_rust' THEN coalesce(?10, name)
+                                 WHEN ?5 THEN ?6 ELSE name END,
                      activity_ms = CASE WHEN ?7 IS NULL THEN activity_ms
                                         WHEN activity_ms IS NULL OR ?7 > activity_ms THEN ?7
                                         ELSE activity_ms END,
@@ -455,6 +462,7 @@ impl Writer {
                     activity,
                     leaf,
                     first_other_text,
+                    named,
                 ])
             })
             .map_err(self.err())?;
