@@ -3,10 +3,12 @@
 //! `fixtures/generate/gen-random152.mjs`; fixtures/expected/random152.json)
 //! and oh-my-pi's (fixtures/random-omp, from
 //! `fixtures/generate/omp/gen-random-omp.ts`;
-//! fixtures/expected/random-omp.json): every operation each has, in random
+//! fixtures/expected/random-omp.json) and pi_agent_rust's `Session`
+//! (fixtures/random-port, from `fixtures/generate/port`;
+//! fixtures/expected/random-port.json): every operation each has, in random
 //! order. The lists, each file's current branch, Pi's model contexts and
 //! totals must be theirs, file for file; search must find each word planted
-//! in Pi's texts in exactly its entries; and the files, synced while they
+//! in Pi's and the port's texts in exactly its entries; and the files, synced while they
 //! grow, must end in what one fresh sync writes.
 
 use std::fs;
@@ -14,7 +16,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use piidx::query::tree::{SessionTree, resolve};
+use piidx::query::tree::{SessionTree, build_context, resolve};
 use piidx::store::Index;
 
 use crate::util::{
@@ -278,6 +280,10 @@ fn agent_written_trees_synced_while_they_grow_equal_one_fresh_sync() {
     let trees = [
         (fixtures().join("random152"), env.root.join("pi")),
         (fixtures().join("random-omp/sessions"), env.root.join("omp")),
+        (
+            fixtures().join("random-port/sessions"),
+            env.root.join("port"),
+        ),
     ];
     // A fixed linear congruential sequence: the same cuts on every run.
     let mut state: u64 = 0x5eed_2026;
@@ -369,8 +375,13 @@ fn an_omp_session_takes_its_first_user_text_when_it_comes() {
 fn planted_words_are_found_in_exactly_their_entries() {
     let env = Env::with_fixture("random152");
     env.sync();
-    let expected = expected();
-    let planted = expected["planted"].as_object().expect("planted");
+    assert_planted_words_found(&env, &expected()["planted"]);
+}
+
+/// `search WORD` finds exactly the entries `planted` gives for each tenth
+/// word (relative path and entry id).
+fn assert_planted_words_found(env: &Env, planted: &Value) {
+    let planted = planted.as_object().expect("planted");
     assert!(planted.len() >= 1000, "a tree this small proves little");
     for (word, places) in planted.iter().step_by(10) {
         let out = env.run(&["search", word, "--json", "-n", "1000"]);
@@ -403,4 +414,229 @@ fn planted_words_are_found_in_exactly_their_entries() {
         want.dedup();
         assert_eq!(found, want, "{word}");
     }
+}
+
+/// Where gen-random-port wrote the port's tree.
+const PORT_FAKE_ROOT: &str = "/tmp/pi-fixture-rport/sessions";
+
+/// The port's tree as the root (its own session index beside the files).
+fn port_env() -> Env {
+    let env = Env::new();
+    copy_tree(&fixtures().join("random-port/sessions"), &env.root);
+    env
+}
+
+/// `piidx sessions --json` lists what the port's session index lists, with
+/// its id, cwd, name and message count, and the parent it was forked from.
+/// The model and thinking level are the ones the port resumes with where
+/// its versions agree (the generator's version resumes with the header's,
+/// later ones with the branch's last change, as piidx does: they differ
+/// where that change is not the header's value).
+fn assert_listed_as_the_port_lists(env: &Env) {
+    let expected = read_expected("random-port.json");
+    let listing = expected["listing"].as_array().expect("listing");
+    assert!(listing.len() >= 40, "a tree this small proves little");
+    let ours = sessions_json(env, PORT_FAKE_ROOT);
+    assert_eq!(ours.len(), listing.len(), "number of sessions");
+    for want in listing {
+        let rel = want["path"].as_str().expect("path");
+        let path = format!("{PORT_FAKE_ROOT}/{rel}");
+        let got = ours
+            .iter()
+            .find(|s| s["path"] == path.as_str())
+            .unwrap_or_else(|| panic!("{rel} not listed"));
+        let file = &expected["files"][rel];
+        let field = |key: &str| got.get(key).unwrap_or(&Value::Null);
+        assert_eq!(field("agent"), "pi_agent_rust", "{rel}");
+        for key in ["id", "cwd", "name", "messageCount"] {
+            assert_eq!(field(key), &want[key], "{rel}: {key}");
+        }
+        assert_eq!(field("parentSessionPath"), &file["parentSession"], "{rel}");
+        if file["sameInLaterVersions"] == true {
+            assert_eq!(field("model"), &file["model"], "{rel}: model");
+            assert_eq!(field("thinkingLevel"), &file["thinkingLevel"], "{rel}");
+        }
+    }
+}
+
+/// The list as the port's (above); `show --json` follows the branch the
+/// port resumes (`Session::open`), and `export` gives back every JSONL file
+/// byte for byte and every SQLite session's rows, with no warning and no
+/// file skipped (the port's own index database sits in the root).
+#[test]
+fn a_port_tree_lists_and_resumes_as_the_port_does() {
+    let env = port_env();
+    let summary = env.sync();
+    assert_eq!(summary["warnings"], serde_json::json!([]), "{summary}");
+    assert_eq!(summary["files_skipped"], 0, "{summary}");
+    assert_listed_as_the_port_lists(&env);
+    let expected = read_expected("random-port.json");
+    let mut sqlite_sessions = 0;
+    for (rel, file) in expected["files"].as_object().expect("files") {
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        let out = env.run(&["show", &path, "--json"]);
+        assert!(
+            out.status.success(),
+            "{rel}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let shown: Vec<Value> = serde_json::from_slice(&out.stdout).expect("show --json");
+        let ids: Vec<&str> = shown.iter().filter_map(|e| e["id"].as_str()).collect();
+        let want: Vec<&str> = file["branch"]
+            .as_array()
+            .expect("branch")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(ids, want, "{rel}: current branch");
+        if rel.ends_with(".sqlite") {
+            sqlite_sessions += 1;
+            assert_port_sqlite_exports_as_written(&env, Path::new(&path));
+        } else {
+            assert_exports_as_written(&env, Path::new(&path));
+        }
+    }
+    assert!(sqlite_sessions >= 3, "the tree lacks SQLite sessions");
+}
+
+/// `piidx export FILE -o X.sqlite` of a session in the port's SQLite store
+/// writes the port's tables back: the header and each entry JSON-equal to
+/// the source's rows, in order, and the same `pi_session_meta`.
+fn assert_port_sqlite_exports_as_written(env: &Env, file: &Path) {
+    let target = env.dir.path().join("export.sqlite");
+    let _ = fs::remove_file(&target);
+    let out = env.run(&[
+        "export",
+        &file.to_string_lossy(),
+        "-o",
+        &target.to_string_lossy(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = |path: &Path| {
+        let conn =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let strings = |sql: &str| -> Vec<String> {
+            conn.prepare(sql)
+                .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+                .expect(sql)
+        };
+        let json = |sql: &str| -> Vec<Value> {
+            let rows = strings(sql).into_iter();
+            rows.map(|text| serde_json::from_str(&text).expect("JSON"))
+                .collect()
+        };
+        (
+            json("SELECT json FROM pi_session_header"),
+            json("SELECT json FROM pi_session_entries ORDER BY seq"),
+            strings("SELECT key || '=' || value FROM pi_session_meta ORDER BY key"),
+        )
+    };
+    assert!(
+        rows(&target) == rows(file),
+        "{}: export differs",
+        file.display()
+    );
+}
+
+/// The model context the port builds from each file's branch
+/// (`to_messages_for_current_path`: the last compaction's summary, then
+/// from its first kept entry on) is piidx's, message for message: the same
+/// role and the same planted words, in order. The port sends bash
+/// executions and both kinds of summary as user messages, and leaves out a
+/// bash execution marked `excludeFromContext`.
+#[test]
+fn every_port_context_is_the_ports() {
+    let env = port_env();
+    env.sync();
+    let store = Index::open(&env.db).expect("open");
+    let expected = read_expected("random-port.json");
+    let prefix = format!("qzp{}x", expected["seed"]);
+    let files = expected["files"].as_object().expect("files");
+    let mut compacted = 0;
+    for (rel, want) in files {
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        let found = resolve(&store, &path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let loaded = SessionTree::load_whole(&store, found).expect("load");
+        let Some(leaf) = loaded.leaf() else {
+            assert_eq!(want["context"], serde_json::json!([]), "{rel}");
+            continue;
+        };
+        let branch = loaded.path_to(leaf);
+        let ours: Vec<(String, Vec<String>)> = build_context(&loaded, &branch)
+            .iter()
+            .map(|item| &item.message)
+            .filter(|message| message["excludeFromContext"] != true)
+            .map(|message| {
+                let role = match message["role"].as_str().unwrap_or("?") {
+                    "bashExecution" | "branchSummary" | "compactionSummary" => "user",
+                    role => role,
+                };
+                (role.to_owned(), words_in(&message.to_string(), &prefix))
+            })
+            .collect();
+        let theirs: Vec<(String, Vec<String>)> = want["context"]
+            .as_array()
+            .expect("context")
+            .iter()
+            .map(|m| {
+                let words = m["words"].as_array().expect("words").iter();
+                let words = words.map(|w| w.as_str().expect("word").to_owned());
+                (
+                    m["role"].as_str().expect("role").to_owned(),
+                    words.collect(),
+                )
+            })
+            .collect();
+        compacted += usize::from(branch.iter().any(|&n| loaded.nodes[n].kind == "compaction"));
+        assert_eq!(ours, theirs, "{rel}: model context");
+    }
+    assert!(compacted >= 5, "the tree lacks compacted branches");
+}
+
+/// The words planted by a generator (`prefix` digits `k`) in `text`, in
+/// order, each once.
+fn words_in(text: &str, prefix: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (at, _) in text.match_indices(prefix) {
+        let tail = &text[at + prefix.len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        let word = format!("{prefix}{}k", &tail[..digits]);
+        if digits > 0 && tail[digits..].starts_with('k') && !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// Every word planted in the port's texts is found in exactly the entries
+/// whose line holds it, fork copies included.
+#[test]
+fn planted_words_are_found_in_exactly_the_ports_entries() {
+    let env = port_env();
+    env.sync();
+    assert_planted_words_found(&env, &read_expected("random-port.json")["planted"]);
+}
+
+/// An index made before schema 29 named the port's sessions by Pi's rule
+/// (a `session_info` without a name cleared it); the next sync reads the
+/// port's sessions again (and only those), and names them as the port does.
+#[test]
+fn an_older_index_names_the_ports_sessions_at_the_next_sync() {
+    let env = port_env();
+    env.sync();
+    let port_sessions = env.count("SELECT count(*) FROM sessions WHERE agent = 'pi_agent_rust'");
+    assert!(port_sessions >= 40, "{port_sessions}");
+    db_sql(
+        &env.db,
+        "UPDATE sessions SET name = NULL; PRAGMA user_version = 28;",
+    );
+    let summary = env.sync();
+    assert_eq!(summary["files_indexed"], port_sessions, "{summary}");
+    assert_listed_as_the_port_lists(&env);
 }
