@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{Env, copy_tree, fixtures};
+use crate::util::{Env, copy_tree, fixtures, string_list};
 
 fn expected(name: &str) -> Value {
     let text = fs::read_to_string(fixtures().join("expected").join(name)).expect("expected file");
@@ -105,20 +105,11 @@ fn omp_show_follows_omps_current_branch() {
     for session in expected("omp-sessions.json").as_array().expect("array") {
         let rel = session["path"].as_str().expect("path");
         let path = env.root.join(rel).to_string_lossy().into_owned();
-        let shown = json(&env, &["show", &path, "--json"]);
-        let ids: Vec<&str> = shown
-            .as_array()
-            .expect("entries")
-            .iter()
-            .filter_map(|entry| entry["id"].as_str())
-            .collect();
-        let want: Vec<&str> = session["branch"]
-            .as_array()
-            .expect("branch")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        assert_eq!(ids, want, "{rel}");
+        assert_eq!(
+            env.shown_branch(&path),
+            string_list(&session["branch"]),
+            "{rel}"
+        );
     }
 }
 
@@ -446,20 +437,11 @@ fn port_sessions_and_show_follow_the_ports_reading() {
             "{rel}"
         );
         if want["branch"].as_array().is_some_and(|b| !b.is_empty()) {
-            let shown = json(&env, &["show", &path, "--json"]);
-            let ids: Vec<&str> = shown
-                .as_array()
-                .expect("entries")
-                .iter()
-                .filter_map(|e| e["id"].as_str())
-                .collect();
-            let branch: Vec<&str> = want["branch"]
-                .as_array()
-                .expect("branch")
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            assert_eq!(ids, branch, "{rel}");
+            assert_eq!(
+                env.shown_branch(&path),
+                string_list(&want["branch"]),
+                "{rel}"
+            );
         }
     }
     // The demo session's parent (`branchedFrom`) is linked.
@@ -2015,14 +1997,7 @@ fn every_agent_in_one_tree_end_to_end() {
     }
     for (rel, branch) in branches {
         let path = env.root.join(&rel).to_string_lossy().into_owned();
-        let shown = json(&env, &["show", &path, "--json"]);
-        let ids: Vec<Value> = shown
-            .as_array()
-            .expect("entries")
-            .iter()
-            .map(|e| e["id"].clone())
-            .collect();
-        assert_eq!(Value::Array(ids), branch, "{rel}");
+        assert_eq!(env.shown_branch(&path), string_list(&branch), "{rel}");
     }
 
     // usage: omp's statistics without the task's aggregate; the port's

@@ -21,7 +21,7 @@ use piidx::store::Index;
 
 use crate::util::{
     Env, assert_same_dump, assert_totals_are_pis, canonical_dump, context_digests, copy_tree,
-    db_sql, expected_context, fixtures, fresh_sync_dump, jsonl_files,
+    db_sql, expected_context, fixtures, fresh_sync_dump, jsonl_files, string_list,
 };
 
 /// Where the generator wrote the tree (absolute paths inside it point there).
@@ -157,25 +157,40 @@ fn omp_env() -> Env {
     env
 }
 
+/// Each row of a generator's `listing` (its `path` relative to the root)
+/// beside piidx's row for that file (`sessions --json`, the root written
+/// as `fake_root`), once both are seen to list as many sessions.
+fn listed_beside<'a>(
+    env: &Env,
+    listing: &'a Value,
+    fake_root: &str,
+) -> Vec<(String, &'a Value, Value)> {
+    let listing = listing.as_array().expect("listing");
+    assert!(listing.len() >= 40, "a tree this small proves little");
+    let mut ours = sessions_json(env, fake_root);
+    assert_eq!(ours.len(), listing.len(), "number of sessions");
+    listing
+        .iter()
+        .map(|want| {
+            let rel = want["path"].as_str().expect("path").to_owned();
+            let path = format!("{fake_root}/{rel}");
+            let at = ours
+                .iter()
+                .position(|s| s["path"] == path.as_str())
+                .unwrap_or_else(|| panic!("{rel} not listed"));
+            (rel, want, ours.swap_remove(at))
+        })
+        .collect()
+}
+
 /// `piidx sessions --json` lists what omp's `/resume` lists, and each row
 /// reads as omp reads the whole file (`messageCount`, `name` and
 /// `firstMessage`: omp's own list looks at the first 4 KB only; the
 /// expected values apply its rules to every entry).
 fn assert_listed_as_omp_lists(env: &Env) {
     let expected = read_expected("random-omp.json");
-    let files = &expected["files"];
-    let listing = expected["listing"].as_array().expect("listing");
-    assert!(listing.len() >= 40, "a tree this small proves little");
-    let ours = sessions_json(env, OMP_FAKE_ROOT);
-    assert_eq!(ours.len(), listing.len(), "number of sessions");
-    for want in listing {
-        let rel = want["path"].as_str().expect("path");
-        let path = format!("{OMP_FAKE_ROOT}/{rel}");
-        let got = ours
-            .iter()
-            .find(|s| s["path"] == path.as_str())
-            .unwrap_or_else(|| panic!("{rel} not listed"));
-        let file = &files[rel];
+    for (rel, want, got) in listed_beside(env, &expected["listing"], OMP_FAKE_ROOT) {
+        let file = &expected["files"][&rel];
         let field = |key: &str| got.get(key).unwrap_or(&Value::Null);
         assert_eq!(field("agent"), "omp", "{rel}");
         for key in ["id", "cwd", "created", "parentSessionPath"] {
@@ -203,21 +218,11 @@ fn an_omp_tree_lists_and_resumes_as_omp_does() {
     let expected = read_expected("random-omp.json");
     for (rel, file) in expected["files"].as_object().expect("files") {
         let path = env.root.join(rel).to_string_lossy().into_owned();
-        let out = env.run(&["show", &path, "--json"]);
-        assert!(
-            out.status.success(),
-            "{rel}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        assert_eq!(
+            env.shown_branch(&path),
+            string_list(&file["branch"]),
+            "{rel}: current branch"
         );
-        let shown: Vec<Value> = serde_json::from_slice(&out.stdout).expect("show --json");
-        let ids: Vec<&str> = shown.iter().filter_map(|e| e["id"].as_str()).collect();
-        let want: Vec<&str> = file["branch"]
-            .as_array()
-            .expect("branch")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        assert_eq!(ids, want, "{rel}: current branch");
         assert_exports_as_written(&env, Path::new(&path));
     }
 }
@@ -434,18 +439,8 @@ fn port_env() -> Env {
 /// where that change is not the header's value).
 fn assert_listed_as_the_port_lists(env: &Env) {
     let expected = read_expected("random-port.json");
-    let listing = expected["listing"].as_array().expect("listing");
-    assert!(listing.len() >= 40, "a tree this small proves little");
-    let ours = sessions_json(env, PORT_FAKE_ROOT);
-    assert_eq!(ours.len(), listing.len(), "number of sessions");
-    for want in listing {
-        let rel = want["path"].as_str().expect("path");
-        let path = format!("{PORT_FAKE_ROOT}/{rel}");
-        let got = ours
-            .iter()
-            .find(|s| s["path"] == path.as_str())
-            .unwrap_or_else(|| panic!("{rel} not listed"));
-        let file = &expected["files"][rel];
+    for (rel, want, got) in listed_beside(env, &expected["listing"], PORT_FAKE_ROOT) {
+        let file = &expected["files"][&rel];
         let field = |key: &str| got.get(key).unwrap_or(&Value::Null);
         assert_eq!(field("agent"), "pi_agent_rust", "{rel}");
         for key in ["id", "cwd", "name", "messageCount"] {
@@ -474,21 +469,11 @@ fn a_port_tree_lists_and_resumes_as_the_port_does() {
     let mut sqlite_sessions = 0;
     for (rel, file) in expected["files"].as_object().expect("files") {
         let path = env.root.join(rel).to_string_lossy().into_owned();
-        let out = env.run(&["show", &path, "--json"]);
-        assert!(
-            out.status.success(),
-            "{rel}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        assert_eq!(
+            env.shown_branch(&path),
+            string_list(&file["branch"]),
+            "{rel}: current branch"
         );
-        let shown: Vec<Value> = serde_json::from_slice(&out.stdout).expect("show --json");
-        let ids: Vec<&str> = shown.iter().filter_map(|e| e["id"].as_str()).collect();
-        let want: Vec<&str> = file["branch"]
-            .as_array()
-            .expect("branch")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        assert_eq!(ids, want, "{rel}: current branch");
         if rel.ends_with(".sqlite") {
             sqlite_sessions += 1;
             assert_port_sqlite_exports_as_written(&env, Path::new(&path));

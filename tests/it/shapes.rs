@@ -10,7 +10,7 @@ use std::fs;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::util::{Env, fixtures};
+use crate::util::{Env, fixtures, string_list};
 
 const DIR: &str = "--home-user-shapes--";
 const SURROGATE: &str = "2026-11-20T09-00-00-000Z_01a1f82f-1e80-73c0-aa3e-843d326aff3d.jsonl";
@@ -89,13 +89,7 @@ fn branches_equal_pi_get_branch_and_context() {
         );
         let entries: Vec<Value> = serde_json::from_slice(&out.stdout).expect("show --json");
         let ids: Vec<&str> = entries.iter().filter_map(|e| e["id"].as_str()).collect();
-        let want_ids: Vec<&str> = want["branchIds"]
-            .as_array()
-            .expect("ids")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        assert_eq!(ids, want_ids, "{name}");
+        assert_eq!(ids, string_list(&want["branchIds"]), "{name}");
         let roles: Vec<&str> = entries
             .iter()
             .filter(|e| e["type"] == "message")

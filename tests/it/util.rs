@@ -96,6 +96,22 @@ impl Env {
         serde_json::from_slice(&out.stdout).expect("sql --json output")
     }
 
+    /// The ids of the entries `piidx show PATH --json` prints: the branch
+    /// it resumes, root first.
+    pub fn shown_branch(&self, path: &str) -> Vec<String> {
+        let out = self.run(&["show", path, "--json"]);
+        assert!(
+            out.status.success(),
+            "show {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let shown: Vec<Value> = serde_json::from_slice(&out.stdout).expect("show --json");
+        shown
+            .iter()
+            .filter_map(|entry| entry["id"].as_str().map(str::to_owned))
+            .collect()
+    }
+
     /// A single integer from a query.
     pub fn count(&self, query: &str) -> i64 {
         let rows = self.sql(query);
@@ -106,6 +122,14 @@ impl Env {
             .and_then(Value::as_i64)
             .expect("an integer")
     }
+}
+
+/// The strings of a JSON array (a generator's list of entry ids).
+pub fn string_list(list: &Value) -> Vec<String> {
+    let items = list.as_array().expect("an array").iter();
+    items
+        .filter_map(|item| item.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The `CREATE VIEW name` statement of a migration's SQL, with its `;`.
