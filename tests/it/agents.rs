@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{Env, copy_tree, fixtures, string_list};
+use crate::util::{Env, assert_same_as_fresh_sync, copy_tree, fixtures, string_list};
 
 fn expected(name: &str) -> Value {
     let text = fs::read_to_string(fixtures().join("expected").join(name)).expect("expected file");
@@ -529,7 +529,7 @@ fn older_omp_files_are_omps() {
     assert_eq!(agents.len(), 1, "{agents:?}");
     assert_eq!(agents[0]["session_id"], uuid);
     assert_eq!(agents[0]["agent"], "omp");
-    same_as_fresh(&env);
+    assert_same_as_fresh_sync(&env, "synced again");
 }
 
 /// The port's `fallback*` header fields are what it resumes a branch
@@ -844,14 +844,7 @@ fn port_sqlite_sessions_are_read_again_when_saved() {
         &["search", "manateequay", "--session", "5a5a5a5a", "--json"],
     );
     assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
-    let fresh = Env::new();
-    let root = env.root.to_string_lossy().into_owned();
-    let out = fresh.run(&["sync", "--root", &root, "--json"]);
-    assert!(out.status.success());
-    assert_eq!(
-        crate::util::canonical_dump(&env.db),
-        crate::util::canonical_dump(&fresh.db)
-    );
+    assert_same_as_fresh_sync(&env, "the port's SQLite session saved again");
 }
 
 /// The alpha session's truncated `read` result and its full output.
@@ -862,18 +855,6 @@ fn alpha_output(env: &Env) -> std::path::PathBuf {
         .expect("alpha session")
         .with_extension("");
     folder.join("0.bash.log")
-}
-
-/// A fresh index of `env`'s root holds what `env`'s index holds.
-fn same_as_fresh(env: &Env) {
-    let fresh = Env::new();
-    let root = env.root.to_string_lossy().into_owned();
-    let out = fresh.run(&["sync", "--root", &root, "--json"]);
-    assert!(out.status.success());
-    assert_eq!(
-        crate::util::canonical_dump(&env.db),
-        crate::util::canonical_dump(&fresh.db)
-    );
 }
 
 /// One line of an omp session: the tool result `id`, whose output omp
@@ -985,7 +966,7 @@ fn a_sync_killed_before_linking_leaves_every_output_to_the_next() {
     let report = env.sync();
     assert_eq!(report["files_indexed"], 0, "{report}");
     assert_eq!(env.count(linked), 2, "output 1 is linked to r1");
-    same_as_fresh(&env);
+    assert_same_as_fresh_sync(&env, "synced again");
 }
 
 /// A root above omp's sessions folder (`--root ~/.omp`, say) puts the
@@ -1088,7 +1069,7 @@ fn omp_full_tool_output_is_searched_with_its_tool_result() {
             .is_some_and(|m| m.contains(":8:") && m.contains("artifact://0")),
         "{doctor}"
     );
-    same_as_fresh(&env);
+    assert_same_as_fresh_sync(&env, "synced again");
 
     // Back, then changed: found again, and the new text replaces the old.
     fs::write(&log, &saved).expect("restore log");
@@ -1098,7 +1079,7 @@ fn omp_full_tool_output_is_searched_with_its_tool_result() {
         &["search", "yakfjord", "--session", "01a1f82f-1e80", "--json"],
     );
     assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
-    same_as_fresh(&env);
+    assert_same_as_fresh_sync(&env, "synced again");
     let changed = String::from_utf8_lossy(&saved).replace("yakfjord", "bisonreach");
     fs::write(&log, changed).expect("change log");
     let when = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
@@ -1127,7 +1108,7 @@ fn omp_full_tool_output_is_searched_with_its_tool_result() {
         serde_json::json!([]),
         "{doctor}"
     );
-    same_as_fresh(&env);
+    assert_same_as_fresh_sync(&env, "synced again");
 }
 
 /// An omp tool result that names its full output only in its text (omp
@@ -1178,7 +1159,7 @@ fn omp_full_output_named_in_a_long_text_is_linked_to_its_result() {
         hits[0]["full_output"],
         alpha_output(&env).to_string_lossy().as_ref()
     );
-    same_as_fresh(&env);
+    assert_same_as_fresh_sync(&env, "synced again");
 }
 
 /// A file a session names outside itself but that is not there (omp's

@@ -20,8 +20,8 @@ use piidx::query::tree::{SessionTree, build_context, resolve};
 use piidx::store::Index;
 
 use crate::util::{
-    Env, assert_same_dump, assert_totals_are_pis, canonical_dump, context_digests, copy_tree,
-    db_sql, expected_context, fixtures, fresh_sync_dump, jsonl_files, string_list,
+    Env, assert_same_as_fresh_sync, assert_totals_are_pis, context_digests, copy_tree, db_sql,
+    expected_context, fixtures, jsonl_files, string_list,
 };
 
 /// Where the generator wrote the tree (absolute paths inside it point there).
@@ -319,11 +319,7 @@ fn agent_written_trees_synced_while_they_grow_equal_one_fresh_sync() {
         copy_tree(tree, root);
     }
     env.sync();
-    assert_same_dump(
-        &canonical_dump(&env.db),
-        &fresh_sync_dump(&env.root),
-        "synced while growing",
-    );
+    assert_same_as_fresh_sync(&env, "synced while growing");
 }
 
 /// An omp session listed by its first assistant text (it has no user text)
@@ -365,11 +361,7 @@ fn an_omp_session_takes_its_first_user_text_when_it_comes() {
     std::io::Write::write_all(&mut file, format!("{user}\n").as_bytes()).expect("append");
     env.sync();
     assert_eq!(first_message(&env), "the first user words, appended");
-    assert_same_dump(
-        &canonical_dump(&env.db),
-        &fresh_sync_dump(&env.root),
-        "appended",
-    );
+    assert_same_as_fresh_sync(&env, "appended");
 }
 
 /// Every text in the Pi tree holds a word no other text has, somewhere in

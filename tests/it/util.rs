@@ -575,18 +575,19 @@ pub fn expected_context(messages: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// The canonical dump of one fresh sync of `root` into a database of its
-/// own (what any history of syncs of that tree must end in).
-pub fn fresh_sync_dump(root: &Path) -> Vec<String> {
+/// The index of `env` equals what one fresh sync of its root writes into a
+/// database of its own (what any history of syncs of that tree must end
+/// in); `what` names the history in the message.
+pub fn assert_same_as_fresh_sync(env: &Env, what: &str) {
     let fresh = Env::new();
-    let root = root.to_string_lossy().into_owned();
+    let root = env.root.to_string_lossy().into_owned();
     let out = fresh.run(&["sync", "--root", &root, "--json"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    canonical_dump(&fresh.db)
+    assert_same_dump(&canonical_dump(&env.db), &canonical_dump(&fresh.db), what);
 }
 
 /// The usage records of one session file add up to Pi's own totals
