@@ -434,6 +434,9 @@ pub struct Entry {
     pub other_text: Option<usize>,
     /// Subagent runs held in a toolResult's `details.results` (see `subagent`).
     pub subagent_runs: Vec<subagent::SubagentRun>,
+    /// Background jobs an omp `async-result` custom message delivers (see
+    /// `subagent::deliveries`).
+    pub subagent_deliveries: Vec<subagent::Delivery>,
     /// Values cut out of `raw` to be stored once (see `shared`).
     pub shared: Vec<shared::SharedValue>,
     /// Secrets replaced by a mark everywhere in the entry (see `redact`).
@@ -492,6 +495,7 @@ pub fn entry_redacted(mut object: Value, ctx: &EntryContext, redactor: Option<&R
         user_text: None,
         other_text: None,
         subagent_runs: Vec::new(),
+        subagent_deliveries: Vec::new(),
         shared: shared_values,
         redactions,
         omp_only: is_omp_entry(&object),
@@ -563,6 +567,7 @@ fn describe(object: &Value, out: &mut Entry) {
             if let Some(content) = object.get("content") {
                 describe_content(content, "$.content", kind::CUSTOM, out);
             }
+            out.subagent_deliveries = subagent::deliveries(object);
         }
         "label" => {
             out.detail = Detail::Label {

@@ -7,6 +7,11 @@
 //! transcript is `<id>.jsonl` in the session's artifact folder, its
 //! aggregated `usage`, `resolvedModel`). All become one `SubagentRun` per
 //! `details.results[i]`.
+//! omp runs a `task` spawn in the background by default (`async.enabled`):
+//! its tool result then holds the spawn only in `details.progress[i]`
+//! (`status` `pending`), which becomes a run too, and the outcome arrives
+//! later in the same session as an `async-result` custom message
+//! (`deliveries`), which `Store::link_subagents` applies to the run.
 //! The child messages are normalized with the same code as top-level ones:
 //! their searchable strings join the parent entry's text fields (their JSON
 //! paths point inside `details.results[i].messages[j]`), and their metadata
@@ -114,20 +119,15 @@ pub fn describe(message: &Value, path: &str, out: &mut Entry) -> Vec<SubagentRun
     let Some(details) = message.get("details") else {
         return Vec::new();
     };
-    if !is_subagent_result(message.get("toolName").and_then(Value::as_str), details) {
-        return Vec::new();
-    }
-    let Some(results) = details.get("results").and_then(Value::as_array) else {
-        return Vec::new();
-    };
     let tool_name = message.get("toolName").and_then(Value::as_str);
-    let mode = str_field(details, "mode");
-    let run_id = str_field(details, "runId");
-    let async_id = str_field(details, "asyncId");
-    results
-        .iter()
-        .enumerate()
-        .map(|(position, result)| {
+    let mut runs = Vec::new();
+    if is_subagent_result(tool_name, details)
+        && let Some(results) = details.get("results").and_then(Value::as_array)
+    {
+        let mode = str_field(details, "mode");
+        let run_id = str_field(details, "runId");
+        let async_id = str_field(details, "asyncId");
+        for (position, result) in results.iter().enumerate() {
             let json_path = format!("{path}.details.results[{position}]");
             let mut run = run_row(result, position as i64, json_path);
             run.mode = mode.clone();
@@ -136,9 +136,125 @@ pub fn describe(message: &Value, path: &str, out: &mut Entry) -> Vec<SubagentRun
             run.artifact_base = artifact_base(&run);
             run.child_location = child_location(&run).or_else(|| omp_transcript(tool_name, result));
             child_messages(result, &mut run, out);
-            run
+            runs.push(run);
+        }
+    }
+    if tool_name == Some("task") {
+        omp_background_runs(details, path, &mut runs);
+    }
+    runs
+}
+
+/// omp's background spawns: the `details.progress[i]` of a `task` result
+/// whose id no `details.results[j]` has (those ran in the foreground and
+/// are read above). Their status is the spawn's (`pending`) until an
+/// `async-result` delivery says how they ended.
+fn omp_background_runs(details: &Value, path: &str, runs: &mut Vec<SubagentRun>) {
+    let Some(progress) = details.get("progress").and_then(Value::as_array) else {
+        return;
+    };
+    let finished: Vec<&str> = details
+        .get("results")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|result| result.get("id").and_then(Value::as_str))
+        .collect();
+    for (slot, spawn) in progress.iter().enumerate() {
+        let Some(id) = spawn.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        if finished.contains(&id) || !spawn.get("agent").is_some_and(Value::is_string) {
+            continue;
+        }
+        let json_path = format!("{path}.details.progress[{slot}]");
+        let mut run = run_row(spawn, runs.len() as i64, json_path);
+        run.mode = Some("background".to_owned());
+        run.child_location = omp_transcript(Some("task"), spawn);
+        runs.push(run);
+    }
+}
+
+/// How one omp background job ended, as its `async-result` delivery says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// The spawn's id (`progress[i].id`; its transcript is `<id>.jsonl`).
+    pub job_id: String,
+    /// `completed`, `failed` or `aborted`: what omp's task tool sets the
+    /// spawn's `progress.status` to when the job settles.
+    pub status: &'static str,
+    pub exit_code: Option<i64>,
+    pub duration_ms: Option<i64>,
+}
+
+/// The jobs an omp `async-result` custom message delivers
+/// (`session/async-job-delivery.ts`): one per `details.jobs[i]`, its
+/// outcome read from the `<task-result id=… status=…>` envelope the task
+/// tool rendered for it (`task/result-summary.ts`). A job delivered
+/// without one threw before a result existed: failed.
+pub fn deliveries(object: &Value) -> Vec<Delivery> {
+    if str_field(object, "customType").as_deref() != Some("async-result") {
+        return Vec::new();
+    }
+    let text = delivery_text(object.get("content"));
+    let Some(jobs) = object
+        .get("details")
+        .and_then(|details| details.get("jobs"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    jobs.iter()
+        .filter(|job| {
+            job.get("type")
+                .and_then(Value::as_str)
+                .is_none_or(|kind| kind == "task")
+        })
+        .filter_map(|job| {
+            let job_id = str_field(job, "jobId")?;
+            let (status, exit_code) = match envelope_status(&text, &job_id) {
+                Some("completed") => ("completed", Some(0)),
+                Some("cancelled") => ("aborted", None),
+                Some("merge failed") => ("failed", Some(0)),
+                Some(other) => (
+                    "failed",
+                    other
+                        .strip_prefix("failed (exit ")
+                        .and_then(|rest| rest.strip_suffix(')'))
+                        .and_then(|code| code.parse().ok()),
+                ),
+                None => ("failed", None),
+            };
+            Some(Delivery {
+                duration_ms: job.get("durationMs").and_then(as_int),
+                job_id,
+                status,
+                exit_code,
+            })
         })
         .collect()
+}
+
+/// A custom message's text: a string, or its text blocks joined.
+fn delivery_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The `status` attribute of the `<task-result id="<id>" …>` envelope.
+fn envelope_status<'t>(text: &'t str, id: &str) -> Option<&'t str> {
+    let open = format!("<task-result id=\"{id}\" ");
+    let start = text.find(&open)? + open.len();
+    let tag = &text[start..start + text[start..].find('>')?];
+    let value = &tag[tag.find("status=\"")? + "status=\"".len()..];
+    Some(&value[..value.find('"')?])
 }
 
 fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
@@ -408,6 +524,61 @@ mod tests {
             "details":{"results":[{"id":"a","agent":"x"}]}});
         let runs = describe(&other, "$.message", &mut Entry::default());
         assert_eq!(runs[0].child_location, None);
+    }
+
+    #[test]
+    fn omp_background_spawns_are_runs_and_deliveries_end_them() {
+        let message = json!({"role":"toolResult","toolName":"task","toolCallId":"t",
+            "details":{"results":[{"id":"Fore","agent":"scout","exitCode":0}],
+                "progress":[{"index":0,"id":"Fore","agent":"scout","status":"completed"},
+                            {"index":1,"id":"Back","agent":"scout","agentSource":"bundled","status":"pending",
+                             "task":"look","durationMs":0},
+                            {"index":2,"agent":"scout","status":"pending"}],
+                "async":{"state":"running","jobId":"Back","type":"task"}}});
+        let runs = describe(&message, "$.message", &mut Entry::default());
+        assert_eq!(runs.len(), 2, "{runs:#?}");
+        assert_eq!(runs[1].json_path, "$.message.details.progress[1]");
+        assert_eq!(runs[1].position, 1);
+        assert_eq!(runs[1].status, "pending");
+        assert_eq!(runs[1].mode.as_deref(), Some("background"));
+        assert_eq!(runs[1].child_location.as_deref(), Some("Back.jsonl"));
+
+        let envelope = |id: &str, status: &str| {
+            format!(
+                "<task-result id=\"{id}\" agent=\"scout\" status=\"{status}\" duration=\"9ms\">\n<output>\nx\n</output>\n</task-result>"
+            )
+        };
+        let text = [
+            envelope("A", "completed"),
+            envelope("B", "failed (exit 3)"),
+            envelope("C", "cancelled"),
+            envelope("D", "merge failed"),
+        ]
+        .join("\n");
+        let jobs = ["A", "B", "C", "D", "E"]
+            .map(|id| json!({"jobId": id, "type": "task", "durationMs": 7}));
+        let delivery = json!({"type":"custom_message","customType":"async-result",
+            "content":[{"type":"text","text":text}],
+            "details":{"jobs":[jobs[0], jobs[1], jobs[2], jobs[3], jobs[4],
+                               {"jobId":"bash1","type":"bash"}]}});
+        let ended: Vec<_> = deliveries(&delivery)
+            .into_iter()
+            .map(|d| (d.job_id, d.status, d.exit_code, d.duration_ms))
+            .collect();
+        let job = |id: &str, status, exit| (id.to_owned(), status, exit, Some(7));
+        assert_eq!(
+            ended,
+            [
+                job("A", "completed", Some(0)),
+                job("B", "failed", Some(3)),
+                job("C", "aborted", None),
+                job("D", "failed", Some(0)),
+                // Delivered without an envelope: the job threw.
+                job("E", "failed", None),
+            ]
+        );
+        let other = json!({"type":"custom_message","customType":"irc:incoming","details":{"jobs":[jobs[0]]}});
+        assert!(deliveries(&other).is_empty());
     }
 
     #[test]

@@ -41,6 +41,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0027_message_text_once.sql"),
     include_str!("../../migrations/0028_omp_first_message.sql"),
     include_str!("../../migrations/0029_port_names.sql"),
+    include_str!("../../migrations/0030_omp_background_runs.sql"),
 ];
 
 /// Schema 9 added `copies` columns; their values for the rows already there

@@ -110,7 +110,8 @@ impl LinkScope {
 
 impl Writer {
     /// Writes the runs of one entry, their child messages and tool calls,
-    /// and marks the entry's chunks that lie inside a run.
+    /// and marks the entry's chunks that lie inside a run; and the
+    /// background jobs it delivers (omp's `async-result`).
     pub(super) fn insert_subagent_runs(
         &self,
         entry_rowid: i64,
@@ -136,6 +137,26 @@ impl Writer {
                       WHERE c.entry_rowid = ?1 AND substr(c.json_path, 1, length(?3) + 1) = ?3 || '.'",
                 )
                 .and_then(|mut stmt| stmt.execute(params![entry_rowid, run_rowid, run.json_path]))
+                .map_err(self.err())?;
+        }
+        for (position, delivery) in entry.subagent_deliveries.iter().enumerate() {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO subagent_deliveries(entry_rowid, file_id, position, job_id, status,
+                                                     exit_code, duration_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        entry_rowid,
+                        file_id,
+                        position as i64,
+                        delivery.job_id,
+                        delivery.status,
+                        delivery.exit_code,
+                        delivery.duration_ms
+                    ])
+                })
                 .map_err(self.err())?;
         }
         Ok(())
@@ -506,6 +527,20 @@ impl Writer {
                                     LEFT JOIN sessions s ON s.file_id = l.child_file_id
                                    WHERE l.child_file_id IS NOT r.child_file_id
                                       OR s.session_id IS NOT r.child_session_id)",
+            // omp background run ← the latest delivery of its job in the same
+            // session file (`subagent_deliveries`): how it ended.
+            "UPDATE subagent_runs
+                SET status = d.status, exit_code = d.exit_code,
+                    duration_ms = coalesce(d.duration_ms, subagent_runs.duration_ms)
+               FROM (SELECT file_id, job_id, status, exit_code, duration_ms,
+                            row_number() OVER (PARTITION BY file_id, job_id
+                                               ORDER BY entry_rowid DESC, position DESC) AS latest
+                       FROM subagent_deliveries) d
+              WHERE d.latest = 1 AND d.file_id = subagent_runs.file_id
+                AND subagent_runs.mode = 'background' AND subagent_runs.tool_name = 'task'
+                AND subagent_runs.child_location = d.job_id || '.jsonl'
+                AND (subagent_runs.status IS NOT d.status OR subagent_runs.exit_code IS NOT d.exit_code
+                     OR subagent_runs.duration_ms IS NOT coalesce(d.duration_ms, subagent_runs.duration_ms))",
             // Child session → parent session, when its header names none.
             "UPDATE sessions
                 SET parent_session_id = (SELECT r.session_id FROM subagent_runs r

@@ -28,6 +28,7 @@ const FILE_TABLES: &[&str] = &[
     "subagent_tool_calls",
     "subagent_messages",
     "subagent_runs",
+    "subagent_deliveries",
     "chunks",
     "content_blocks",
     "tool_call_meta",

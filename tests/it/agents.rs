@@ -231,6 +231,128 @@ fn omp_subagent_runs_are_listed_and_linked_to_their_transcripts() {
     );
 }
 
+/// Sessions written by omp's whole agent (`fixtures/omp-agent`:
+/// `createAgentSession` with its task tool, executor and async job manager,
+/// driven by omp's own mock provider; `expected/omp-agent.json` from omp's
+/// objects, see `generate/omp/gen-omp-agent.ts`). Every spawn is a run
+/// linked to the transcript omp wrote for it, in the foreground
+/// (`details.results`) or in the background, omp's default
+/// (`details.progress`); a background run ends as omp's task tool says
+/// once its `async-result` delivery is in the session, and stays `pending`,
+/// as the file wrote it, when none came.
+#[test]
+fn omp_background_task_runs_end_as_omps_task_tool_says() {
+    let env = Env::with_fixture("omp-agent/sessions");
+    let report = env.sync();
+    assert_eq!(report["files_skipped"], 0, "{report}");
+    assert_eq!(report["parse_errors"], 0, "{report}");
+    let want = expected("omp-agent.json");
+    let runs = env.sql(
+        "SELECT r.session_id, r.tool_call_id, r.child_location, r.agent, r.status, r.exit_code,
+                r.mode, f.path AS child
+           FROM subagent_runs r LEFT JOIN files f ON f.file_id = r.child_file_id",
+    );
+    let mut spawns = 0;
+    for session in want["sessions"].as_array().expect("sessions") {
+        let file = session["file"].as_str().expect("file");
+        let folder = file.strip_suffix(".jsonl").expect(".jsonl");
+        for spawn in session["spawns"].as_array().expect("spawns") {
+            spawns += 1;
+            let id = spawn["id"].as_str().expect("id");
+            let run = runs
+                .iter()
+                .find(|r| {
+                    r["session_id"] == session["id"]
+                        && r["tool_call_id"] == spawn["toolCallId"]
+                        && r["child_location"] == format!("{id}.jsonl")
+                })
+                .unwrap_or_else(|| panic!("{spawn} is no run: {runs:#?}"));
+            assert_eq!(run["agent"], spawn["agent"], "{spawn}");
+            let transcript = format!("{folder}/{id}.jsonl");
+            let child = run["child"].as_str().expect("linked transcript");
+            assert!(
+                child.ends_with(transcript.rsplit_once("/sessions/").expect("root").1),
+                "{child} is not {transcript}"
+            );
+            if spawn["foreground"] == true {
+                assert_eq!(run["mode"], Value::Null, "{spawn}");
+                assert_eq!(run["exit_code"], spawn["exitCode"], "{spawn}");
+                assert_eq!(run["status"], "completed", "{spawn}");
+                continue;
+            }
+            assert_eq!(run["mode"], "background", "{spawn}");
+            // omp moved a spawn never delivered to `running` in memory only:
+            // the file's last word on it is the `pending` of its tool result.
+            let status = match spawn["status"].as_str().expect("status") {
+                "running" => "pending",
+                settled => settled,
+            };
+            assert_eq!(run["status"], status, "{spawn}");
+            if status == "completed" {
+                assert_eq!(run["exit_code"], 0, "{spawn}");
+            }
+        }
+    }
+    assert_eq!(runs.len(), spawns, "{runs:#?}");
+    for status in ["completed", "aborted", "pending"] {
+        assert!(
+            runs.iter().any(|run| run["status"] == status),
+            "no {status} run: {runs:#?}"
+        );
+    }
+}
+
+/// A background run's delivery comes in a later append: the sync that
+/// reads it ends the run, and the index equals a fresh sync of the tree.
+#[test]
+fn an_omp_delivery_read_later_ends_its_run() {
+    let env = Env::with_fixture("omp-agent/sessions");
+    let file = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .find(|path| {
+            path.parent()
+                .is_some_and(|dir| dir.ends_with("-tmp-pi-fixture-oagent-home-proj-background"))
+        })
+        .expect("the background session");
+    let whole = fs::read_to_string(&file).expect("read");
+    let cut = whole
+        .find("{\"type\":\"custom_message\",\"customType\":\"async-result\"")
+        .expect("a delivery");
+    fs::write(&file, &whole[..cut]).expect("cut");
+    env.sync();
+    let status = || {
+        env.sql("SELECT status FROM subagent_runs WHERE mode = 'background' AND session_id IN (SELECT session_id FROM sessions WHERE cwd LIKE '%/proj/background')")
+    };
+    assert_eq!(status()[0]["status"], "pending");
+    fs::write(&file, &whole).expect("append the delivery");
+    let report = env.sync();
+    assert_eq!(report["files_indexed"], 1, "{report}");
+    assert_eq!(status()[0]["status"], "completed");
+    assert_same_as_fresh_sync(&env, "a delivery read after its spawn");
+}
+
+/// An index of schema 29 knew no background run: the next sync reads omp's
+/// sessions again and holds what a fresh sync writes.
+#[test]
+fn an_older_index_gets_omps_background_runs_at_the_next_sync() {
+    let env = Env::with_fixture("omp-agent/sessions");
+    env.sync();
+    let omp_files = env.count("SELECT count(*) FROM sessions WHERE agent = 'omp'");
+    crate::util::db_sql(
+        &env.db,
+        "DELETE FROM subagent_runs WHERE mode = 'background';
+         DROP TABLE subagent_deliveries;
+         PRAGMA user_version = 29;",
+    );
+    let report = env.sync();
+    assert_eq!(report["files_indexed"], omp_files, "{report}");
+    assert_eq!(
+        env.count("SELECT count(*) FROM subagent_runs WHERE mode = 'background'"),
+        5
+    );
+    assert_same_as_fresh_sync(&env, "an index upgraded from schema 29");
+}
+
 /// omp renames a session by rewriting the 256-byte title slot in place:
 /// the next sync reads the slot again, not the file, and the name follows.
 #[test]

@@ -485,6 +485,8 @@ fn undo(migration: usize) -> String {
     let exact = include_str!("../../migrations/0018_exact_lines.sql");
     let any_sqlite = include_str!("../../migrations/0015_any_sqlite.sql");
     match migration {
+        // omp's background runs and their deliveries (0030_omp_background_runs.sql).
+        30 => "DROP TABLE subagent_deliveries;".to_owned(),
         // The port's names (0029_port_names.sql) change rows, not the schema.
         29 => String::new(),
         // omp's first message without user text (0028_omp_first_message.sql).
