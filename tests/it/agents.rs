@@ -302,6 +302,29 @@ fn omp_background_task_runs_end_as_omps_task_tool_says() {
     }
 }
 
+/// The same sessions as omp lists and resumes them (`listing` and `files`
+/// in `expected/omp-agent.json`, from omp's own code): what the whole agent
+/// writes (title slots, tool-execution marks, developer reminders, subagent
+/// transcripts beside their `.md`/`.json` outputs) reads as the
+/// SessionManager-written trees do.
+#[test]
+fn omps_whole_agent_sessions_list_and_resume_as_omp_does() {
+    let env = Env::with_fixture("omp-agent/sessions");
+    let report = env.sync();
+    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
+    let want = expected("omp-agent.json");
+    let fake_root = want["root"].as_str().expect("root");
+    crate::random::assert_listed_as_omp_lists_in(&env, &want, fake_root);
+    for (rel, file) in want["files"].as_object().expect("files") {
+        let path = env.root.join(rel).to_string_lossy().into_owned();
+        assert_eq!(
+            env.shown_branch(&path),
+            string_list(&file["branch"]),
+            "{rel}: current branch"
+        );
+    }
+}
+
 /// A background run's delivery comes in a later append: the sync that
 /// reads it ends the run, and the index equals a fresh sync of the tree.
 #[test]
