@@ -232,7 +232,13 @@ WITH e AS (SELECT file_id, count(*) || ':' || coalesce(max(entry_rowid), 0) AS s
              FROM tool_call_meta GROUP BY file_id),
      sr AS (SELECT file_id,
                    count(*) || ':' || coalesce(sum(coalesce(child_file_id, -1) * (run_rowid % 1000003)), 0)
-                   || ':' || coalesce(group_concat(child_session_id ORDER BY run_rowid), '') AS sig
+                   || ':' || coalesce(group_concat(child_session_id ORDER BY run_rowid), '')
+                   -- an omp background run's spend and model follow its transcript
+                   || ':' || coalesce(group_concat(CASE WHEN mode = 'background'
+                                          THEN coalesce(input_tokens, '') || ',' || coalesce(output_tokens, '')
+                                               || ',' || coalesce(cache_read_tokens, '') || ','
+                                               || coalesce(cache_write_tokens, '') || ',' || coalesce(cost, '')
+                                               || ',' || coalesce(model, '') END, ';' ORDER BY run_rowid), '') AS sig
               FROM subagent_runs GROUP BY file_id)
 SELECT f.file_id, coalesce(f.offset, 0),
        f.path || '|' || coalesce(f.offset, '') || '|' || coalesce(f.line_count, '') || '|'

@@ -541,6 +541,32 @@ impl Writer {
                 AND subagent_runs.child_location = d.job_id || '.jsonl'
                 AND (subagent_runs.status IS NOT d.status OR subagent_runs.exit_code IS NOT d.exit_code
                      OR subagent_runs.duration_ms IS NOT coalesce(d.duration_ms, subagent_runs.duration_ms))",
+            // omp background run ← its transcript's spend and first model:
+            // the tool result records neither (omp keeps them in memory),
+            // and a foreground run's `results[i].usage` is that same sum.
+            "UPDATE subagent_runs
+                SET input_tokens = t.input, output_tokens = t.output,
+                    cache_read_tokens = t.cache_read, cache_write_tokens = t.cache_write,
+                    cost = t.cost, model = t.model
+               FROM (SELECT r.run_rowid, u.input, u.output, u.cache_read, u.cache_write, u.cost,
+                            (SELECT coalesce(m.provider || '/', '') || m.model_id FROM model_changes m
+                              WHERE m.file_id = r.child_file_id AND m.kind = 'model'
+                                AND m.model_id IS NOT NULL
+                              ORDER BY m.entry_rowid LIMIT 1) AS model
+                       FROM subagent_runs r
+                       LEFT JOIN (SELECT file_id, sum(input_tokens) AS input, sum(output_tokens) AS output,
+                                         sum(cache_read_tokens) AS cache_read,
+                                         sum(cache_write_tokens) AS cache_write, sum(cost_total) AS cost
+                                    FROM usage_records
+                                   WHERE file_id IN (SELECT child_file_id FROM subagent_runs
+                                                      WHERE mode = 'background')
+                                   GROUP BY file_id) u ON u.file_id = r.child_file_id
+                      WHERE r.mode = 'background' AND r.tool_name = 'task') t
+              WHERE t.run_rowid = subagent_runs.run_rowid
+                AND (subagent_runs.input_tokens IS NOT t.input OR subagent_runs.output_tokens IS NOT t.output
+                     OR subagent_runs.cache_read_tokens IS NOT t.cache_read
+                     OR subagent_runs.cache_write_tokens IS NOT t.cache_write
+                     OR subagent_runs.cost IS NOT t.cost OR subagent_runs.model IS NOT t.model)",
             // Child session → parent session, when its header names none.
             "UPDATE sessions
                 SET parent_session_id = (SELECT r.session_id FROM subagent_runs r

@@ -249,7 +249,9 @@ fn omp_background_task_runs_end_as_omps_task_tool_says() {
     let want = expected("omp-agent.json");
     let runs = env.sql(
         "SELECT r.session_id, r.tool_call_id, r.child_location, r.agent, r.status, r.exit_code,
-                r.mode, f.path AS child
+                r.mode, f.path AS child, r.model, coalesce(r.cost, 0) AS cost,
+                -- omp's count (task/executor.ts getUsageTokens) leaves cache reads out
+                coalesce(r.input_tokens + r.output_tokens + r.cache_write_tokens, 0) AS tokens
            FROM subagent_runs r LEFT JOIN files f ON f.file_id = r.child_file_id",
     );
     let mut spawns = 0;
@@ -268,6 +270,16 @@ fn omp_background_task_runs_end_as_omps_task_tool_says() {
                 })
                 .unwrap_or_else(|| panic!("{spawn} is no run: {runs:#?}"));
             assert_eq!(run["agent"], spawn["agent"], "{spawn}");
+            // A background run's spend and model, which omp keeps in memory,
+            // come from its transcript.
+            assert_eq!(run["model"], spawn["model"], "{spawn}");
+            assert_eq!(run["tokens"], spawn["tokens"], "{spawn}");
+            let cost = |v: &Value| v.as_f64().expect("cost");
+            assert!(
+                (cost(&run["cost"]) - cost(&spawn["cost"])).abs() < 1e-12,
+                "{spawn}: cost {}",
+                run["cost"]
+            );
             let transcript = format!("{folder}/{id}.jsonl");
             let child = run["child"].as_str().expect("linked transcript");
             assert!(
@@ -325,33 +337,60 @@ fn omps_whole_agent_sessions_list_and_resume_as_omp_does() {
     }
 }
 
-/// A background run's delivery comes in a later append: the sync that
-/// reads it ends the run, and the index equals a fresh sync of the tree.
+/// A background run's delivery comes in a later append, and its
+/// transcript grows while it runs: the sync that reads the delivery ends
+/// the run, the one that reads the transcript's end gives its spend, and
+/// the index equals a fresh sync of the tree.
 #[test]
 fn an_omp_delivery_read_later_ends_its_run() {
     let env = Env::with_fixture("omp-agent/sessions");
-    let file = crate::util::jsonl_files(&env.root)
+    let session = crate::util::jsonl_files(&env.root)
         .into_iter()
         .find(|path| {
             path.parent()
                 .is_some_and(|dir| dir.ends_with("-tmp-pi-fixture-oagent-home-proj-background"))
         })
         .expect("the background session");
-    let whole = fs::read_to_string(&file).expect("read");
+    let transcript = crate::util::jsonl_files(&session.with_extension(""))
+        .into_iter()
+        .next()
+        .expect("its subagent's transcript");
+    let whole = fs::read_to_string(&session).expect("read");
+    let whole_transcript = fs::read_to_string(&transcript).expect("read");
     let cut = whole
         .find("{\"type\":\"custom_message\",\"customType\":\"async-result\"")
         .expect("a delivery");
-    fs::write(&file, &whole[..cut]).expect("cut");
-    env.sync();
-    let status = || {
-        env.sql("SELECT status FROM subagent_runs WHERE mode = 'background' AND session_id IN (SELECT session_id FROM sessions WHERE cwd LIKE '%/proj/background')")
+    fs::write(&session, &whole[..cut]).expect("cut");
+    // The transcript as it is before its first answer: header, model, prompt.
+    let first_answer = whole_transcript
+        .find("{\"type\":\"message\",\"id\"")
+        .and_then(|prompt| {
+            whole_transcript[prompt + 1..]
+                .find("{\"type\":\"message\",\"id\"")
+                .map(|at| prompt + 1 + at)
+        })
+        .expect("an answer");
+    fs::write(&transcript, &whole_transcript[..first_answer]).expect("cut");
+    let run = || {
+        env.sql(
+            "SELECT status, input_tokens FROM subagent_runs WHERE mode = 'background'
+               AND session_id IN (SELECT session_id FROM sessions WHERE cwd LIKE '%/proj/background')",
+        )
+        .remove(0)
     };
-    assert_eq!(status()[0]["status"], "pending");
-    fs::write(&file, &whole).expect("append the delivery");
+    env.sync();
+    assert_eq!(run()["status"], "pending");
+    assert_eq!(run()["input_tokens"], Value::Null);
+    fs::write(&transcript, &whole_transcript).expect("the transcript's end");
     let report = env.sync();
     assert_eq!(report["files_indexed"], 1, "{report}");
-    assert_eq!(status()[0]["status"], "completed");
-    assert_same_as_fresh_sync(&env, "a delivery read after its spawn");
+    assert_eq!(run()["status"], "pending");
+    assert!(run()["input_tokens"].as_i64() > Some(0), "{}", run());
+    fs::write(&session, &whole).expect("append the delivery");
+    let report = env.sync();
+    assert_eq!(report["files_indexed"], 1, "{report}");
+    assert_eq!(run()["status"], "completed");
+    assert_same_as_fresh_sync(&env, "a delivery and a transcript read after the spawn");
 }
 
 /// An index of schema 29 knew no background run: the next sync reads omp's
