@@ -565,6 +565,47 @@ fn a_push_after_appends_rewrites_and_deletions_equals_a_fresh_push() {
     assert_eq!(again["files_sent"], 0, "{again}");
 }
 
+/// An omp background run gets its outcome from a later delivery in its
+/// session and its spend from its transcript, which may grow alone: a push
+/// after each carries the run as the index has it.
+#[test]
+fn an_omp_background_run_is_pushed_again_as_its_transcript_grows() {
+    let env = Env::with_fixture("omp-agent/sessions");
+    let transcripts: Vec<_> = crate::util::jsonl_files(&env.root)
+        .into_iter()
+        .filter(|path| {
+            path.parent()
+                .and_then(|dir| dir.parent())
+                .is_some_and(|dir| dir.ends_with("-tmp-pi-fixture-oagent-home-proj-two"))
+        })
+        .collect();
+    assert_eq!(transcripts.len(), 2, "{transcripts:?}");
+    let whole: Vec<String> = transcripts
+        .iter()
+        .map(|path| std::fs::read_to_string(path).expect("read"))
+        .collect();
+    for (path, text) in transcripts.iter().zip(&whole) {
+        let header_and_prompt = text.match_indices('\n').nth(5).expect("lines").0 + 1;
+        std::fs::write(path, &text[..header_and_prompt]).expect("cut");
+    }
+    env.sync();
+    let url = new_database();
+    push(&env, &url);
+    for (path, text) in transcripts.iter().zip(&whole) {
+        std::fs::write(path, text).expect("the transcript's end");
+    }
+    env.sync();
+    let report = push(&env, &url);
+    assert!(report["files_sent"].as_u64() >= Some(3), "{report}");
+    assert_holds_a_fresh_push(&env, &url);
+    // The store keeps no artifact files: it says nothing of missing ones.
+    let mut local = json(&env, &["subagents", "--json"]);
+    for run in local.as_array_mut().expect("runs") {
+        run["artifacts_missing"] = Value::Null;
+    }
+    assert_eq!(json(&env, &["subagents", "--json", "--pg", &url]), local);
+}
+
 /// A store written at schema 2, where PostgreSQL generated `texts.tsv`
 /// with `to_tsvector('simple', text)` (pg-migrations 0001), is refused by
 /// questions until a push upgrades it in place (schemas 3 and 4); that push
