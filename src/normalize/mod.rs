@@ -434,8 +434,8 @@ pub struct Entry {
     pub other_text: Option<usize>,
     /// Subagent runs held in a toolResult's `details.results` (see `subagent`).
     pub subagent_runs: Vec<subagent::SubagentRun>,
-    /// Background jobs an omp `async-result` custom message delivers (see
-    /// `subagent::deliveries`).
+    /// Background jobs an omp `async-result` custom message delivers, or a
+    /// `hub` tool result reports settled (see `subagent::deliveries`).
     pub subagent_deliveries: Vec<subagent::Delivery>,
     /// Values cut out of `raw` to be stored once (see `shared`).
     pub shared: Vec<shared::SharedValue>,
@@ -536,6 +536,7 @@ fn describe(object: &Value, out: &mut Entry) {
             if let Some(message) = object.get("message") {
                 describe_message(message, "$.message", out);
                 out.subagent_runs = subagent::describe(message, "$.message", out);
+                out.subagent_deliveries = subagent::hub_deliveries(message);
             }
         }
         "compaction" => {

@@ -11,7 +11,8 @@
 //! its tool result then holds the spawn only in `details.progress[i]`
 //! (`status` `pending`), which becomes a run too, and the outcome arrives
 //! later in the same session as an `async-result` custom message
-//! (`deliveries`), which `Store::link_subagents` applies to the run.
+//! (`deliveries`), or in a `hub` tool result whose `wait` consumed it
+//! (`hub_deliveries`), which `Store::link_subagents` applies to the run.
 //! The child messages are normalized with the same code as top-level ones:
 //! their searchable strings join the parent entry's text fields (their JSON
 //! paths point inside `details.results[i].messages[j]`), and their metadata
@@ -197,34 +198,10 @@ pub fn deliveries(object: &Value) -> Vec<Delivery> {
         return Vec::new();
     }
     let text = delivery_text(object.get("content"));
-    let Some(jobs) = object
-        .get("details")
-        .and_then(|details| details.get("jobs"))
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    jobs.iter()
-        .filter(|job| {
-            job.get("type")
-                .and_then(Value::as_str)
-                .is_none_or(|kind| kind == "task")
-        })
+    task_jobs(object.get("details"))
         .filter_map(|job| {
             let job_id = str_field(job, "jobId")?;
-            let (status, exit_code) = match envelope_status(&text, &job_id) {
-                Some("completed") => ("completed", Some(0)),
-                Some("cancelled") => ("aborted", None),
-                Some("merge failed") => ("failed", Some(0)),
-                Some(other) => (
-                    "failed",
-                    other
-                        .strip_prefix("failed (exit ")
-                        .and_then(|rest| rest.strip_suffix(')'))
-                        .and_then(|code| code.parse().ok()),
-                ),
-                None => ("failed", None),
-            };
+            let (status, exit_code) = outcome(envelope_status(&text, &job_id), "failed");
             Some(Delivery {
                 duration_ms: job.get("durationMs").and_then(as_int),
                 job_id,
@@ -233,6 +210,76 @@ pub fn deliveries(object: &Value) -> Vec<Delivery> {
             })
         })
         .collect()
+}
+
+/// The settled jobs an omp `hub` tool result reports (`tools/hub/jobs.ts`:
+/// `wait`, `jobs` and `cancel` return `details.jobs[i]` snapshots). A
+/// `wait` that sees a job settled consumes its outcome: no `async-result`
+/// follows. Each snapshot's own text holds the envelope; without one, its
+/// `status` (`completed`, `failed`, `cancelled`) says how it ended.
+pub fn hub_deliveries(message: &Value) -> Vec<Delivery> {
+    if str_field(message, "role").as_deref() != Some("toolResult")
+        || message.get("toolName").and_then(Value::as_str) != Some("hub")
+    {
+        return Vec::new();
+    }
+    task_jobs(message.get("details"))
+        .filter_map(|job| {
+            let job_id = str_field(job, "id")?;
+            let settled = match job.get("status").and_then(Value::as_str)? {
+                "completed" => "completed",
+                "failed" => "failed",
+                "cancelled" => "aborted",
+                _ => return None,
+            };
+            let text = ["resultText", "errorText"]
+                .into_iter()
+                .filter_map(|key| job.get(key).and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let (status, exit_code) = outcome(envelope_status(&text, &job_id), settled);
+            Some(Delivery {
+                duration_ms: job.get("durationMs").and_then(as_int),
+                job_id,
+                status,
+                exit_code,
+            })
+        })
+        .collect()
+}
+
+/// `details.jobs[i]` that are task jobs (a job of another kind, a
+/// background bash, has no run).
+fn task_jobs(details: Option<&Value>) -> impl Iterator<Item = &Value> {
+    details
+        .and_then(|details| details.get("jobs"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|job| {
+            job.get("type")
+                .and_then(Value::as_str)
+                .is_none_or(|kind| kind == "task")
+        })
+}
+
+/// A run's status and exit code from its envelope's `status`
+/// (`task/result-summary.ts`), else `without`.
+fn outcome(envelope: Option<&str>, without: &'static str) -> (&'static str, Option<i64>) {
+    match envelope {
+        Some("completed") => ("completed", Some(0)),
+        Some("cancelled") => ("aborted", None),
+        Some("merge failed") => ("failed", Some(0)),
+        Some(other) => (
+            "failed",
+            other
+                .strip_prefix("failed (exit ")
+                .and_then(|rest| rest.strip_suffix(')'))
+                .and_then(|code| code.parse().ok()),
+        ),
+        None if without == "completed" => ("completed", Some(0)),
+        None => (without, None),
+    }
 }
 
 /// A custom message's text: a string, or its text blocks joined.
@@ -579,6 +626,25 @@ mod tests {
         );
         let other = json!({"type":"custom_message","customType":"irc:incoming","details":{"jobs":[jobs[0]]}});
         assert!(deliveries(&other).is_empty());
+
+        let hub = json!({"role":"toolResult","toolName":"hub","details":{"op":"wait","jobs":[
+            {"id":"W","type":"task","status":"completed","durationMs":5,"resultText":envelope("W", "completed")},
+            {"id":"F","type":"task","status":"failed","durationMs":6,"errorText":envelope("F", "cancelled")},
+            {"id":"X","type":"task","status":"cancelled","durationMs":8},
+            {"id":"R","type":"task","status":"running","durationMs":9},
+            {"id":"b","type":"bash","status":"completed"}]}});
+        let ended: Vec<_> = hub_deliveries(&hub)
+            .into_iter()
+            .map(|d| (d.job_id, d.status, d.exit_code, d.duration_ms))
+            .collect();
+        assert_eq!(
+            ended,
+            [
+                ("W".to_owned(), "completed", Some(0), Some(5)),
+                ("F".to_owned(), "aborted", None, Some(6)),
+                ("X".to_owned(), "aborted", None, Some(8)),
+            ]
+        );
     }
 
     #[test]
