@@ -199,16 +199,7 @@ pub fn deliveries(object: &Value) -> Vec<Delivery> {
     }
     let text = delivery_text(object.get("content"));
     task_jobs(object.get("details"))
-        .filter_map(|job| {
-            let job_id = str_field(job, "jobId")?;
-            let (status, exit_code) = outcome(envelope_status(&text, &job_id), "failed");
-            Some(Delivery {
-                duration_ms: job.get("durationMs").and_then(as_int),
-                job_id,
-                status,
-                exit_code,
-            })
-        })
+        .filter_map(|job| Some(settled(job, str_field(job, "jobId")?, &text, "failed")))
         .collect()
 }
 
@@ -226,7 +217,7 @@ pub fn hub_deliveries(message: &Value) -> Vec<Delivery> {
     task_jobs(message.get("details"))
         .filter_map(|job| {
             let job_id = str_field(job, "id")?;
-            let settled = match job.get("status").and_then(Value::as_str)? {
+            let status = match job.get("status").and_then(Value::as_str)? {
                 "completed" => "completed",
                 "failed" => "failed",
                 "cancelled" => "aborted",
@@ -237,15 +228,21 @@ pub fn hub_deliveries(message: &Value) -> Vec<Delivery> {
                 .filter_map(|key| job.get(key).and_then(Value::as_str))
                 .collect::<Vec<_>>()
                 .join("\n");
-            let (status, exit_code) = outcome(envelope_status(&text, &job_id), settled);
-            Some(Delivery {
-                duration_ms: job.get("durationMs").and_then(as_int),
-                job_id,
-                status,
-                exit_code,
-            })
+            Some(settled(job, job_id, &text, status))
         })
         .collect()
+}
+
+/// How `job` ended: as the envelope for `job_id` in `text` says, else
+/// `without`.
+fn settled(job: &Value, job_id: String, text: &str, without: &'static str) -> Delivery {
+    let (status, exit_code) = outcome(envelope_status(text, &job_id), without);
+    Delivery {
+        duration_ms: job.get("durationMs").and_then(as_int),
+        job_id,
+        status,
+        exit_code,
+    }
 }
 
 /// `details.jobs[i]` that are task jobs (a job of another kind, a
