@@ -10,8 +10,8 @@
 -- subagent_deliveries: one row per job an `async-result` message delivers:
 -- its id (the spawn's, whose transcript is `<id>.jsonl`), the status its
 -- `<task-result>` envelope gives ('completed', 'failed' or 'aborted', as
--- omp's task tool sets the spawn's `progress.status`), the exit code and
--- duration. Each sync applies the latest delivery of a job to the run with
+-- omp's task tool sets the spawn's `progress.status`), the exit code,
+-- duration and, in a `hub` snapshot, the job's resolved model. Each sync applies the latest delivery of a job to the run with
 -- that id in the same session file.
 --
 -- omp's sessions are read again by the next sync (their files marked as read
@@ -24,6 +24,7 @@ CREATE TABLE subagent_deliveries(
   status       TEXT NOT NULL,
   exit_code    INTEGER,
   duration_ms  INTEGER,
+  model        TEXT,
   PRIMARY KEY(entry_rowid, position)
 );
 CREATE INDEX subagent_deliveries_job ON subagent_deliveries(file_id, job_id);

@@ -186,6 +186,8 @@ pub struct Delivery {
     pub status: &'static str,
     pub exit_code: Option<i64>,
     pub duration_ms: Option<i64>,
+    /// The job's `resolvedModel`, which a `hub` snapshot gives.
+    pub model: Option<String>,
 }
 
 /// The jobs an omp `async-result` custom message delivers
@@ -239,6 +241,7 @@ fn settled(job: &Value, job_id: String, text: &str, without: &'static str) -> De
     let (status, exit_code) = outcome(envelope_status(text, &job_id), without);
     Delivery {
         duration_ms: job.get("durationMs").and_then(as_int),
+        model: str_field(job, "resolvedModel"),
         job_id,
         status,
         exit_code,
@@ -627,10 +630,12 @@ mod tests {
         let hub = json!({"role":"toolResult","toolName":"hub","details":{"op":"wait","jobs":[
             {"id":"W","type":"task","status":"completed","durationMs":5,"resultText":envelope("W", "completed")},
             {"id":"F","type":"task","status":"failed","durationMs":6,"errorText":envelope("F", "cancelled")},
-            {"id":"X","type":"task","status":"cancelled","durationMs":8},
+            {"id":"X","type":"task","status":"cancelled","durationMs":8,"resolvedModel":"p/m"},
             {"id":"R","type":"task","status":"running","durationMs":9},
             {"id":"b","type":"bash","status":"completed"}]}});
-        let ended: Vec<_> = hub_deliveries(&hub)
+        let ended = hub_deliveries(&hub);
+        assert_eq!(ended[2].model.as_deref(), Some("p/m"));
+        let ended: Vec<_> = ended
             .into_iter()
             .map(|d| (d.job_id, d.status, d.exit_code, d.duration_ms))
             .collect();

@@ -143,8 +143,8 @@ impl Writer {
             self.conn
                 .prepare_cached(
                     "INSERT INTO subagent_deliveries(entry_rowid, file_id, position, job_id, status,
-                                                     exit_code, duration_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                                     exit_code, duration_ms, model)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute(params![
@@ -154,7 +154,8 @@ impl Writer {
                         delivery.job_id,
                         delivery.status,
                         delivery.exit_code,
-                        delivery.duration_ms
+                        delivery.duration_ms,
+                        delivery.model
                     ])
                 })
                 .map_err(self.err())?;
@@ -541,18 +542,25 @@ impl Writer {
                 AND subagent_runs.child_location = d.job_id || '.jsonl'
                 AND (subagent_runs.status IS NOT d.status OR subagent_runs.exit_code IS NOT d.exit_code
                      OR subagent_runs.duration_ms IS NOT coalesce(d.duration_ms, subagent_runs.duration_ms))",
-            // omp background run ← its transcript's spend and first model:
-            // the tool result records neither (omp keeps them in memory),
-            // and a foreground run's `results[i].usage` is that same sum.
+            // omp background run ← its transcript's spend and first model
+            // (else the model a `hub` snapshot of its job gives: a job
+            // cancelled early leaves a transcript with none): the tool
+            // result records neither (omp keeps them in memory), and a
+            // foreground run's `results[i].usage` is that same sum.
             "UPDATE subagent_runs
                 SET input_tokens = t.input, output_tokens = t.output,
                     cache_read_tokens = t.cache_read, cache_write_tokens = t.cache_write,
                     cost = t.cost, model = t.model
                FROM (SELECT r.run_rowid, u.input, u.output, u.cache_read, u.cache_write, u.cost,
-                            (SELECT coalesce(m.provider || '/', '') || m.model_id FROM model_changes m
-                              WHERE m.file_id = r.child_file_id AND m.kind = 'model'
-                                AND m.model_id IS NOT NULL
-                              ORDER BY m.entry_rowid LIMIT 1) AS model
+                            coalesce(
+                              (SELECT coalesce(m.provider || '/', '') || m.model_id FROM model_changes m
+                                WHERE m.file_id = r.child_file_id AND m.kind = 'model'
+                                  AND m.model_id IS NOT NULL
+                                ORDER BY m.entry_rowid LIMIT 1),
+                              (SELECT d.model FROM subagent_deliveries d
+                                WHERE d.file_id = r.file_id AND r.child_location = d.job_id || '.jsonl'
+                                  AND d.model IS NOT NULL
+                                ORDER BY d.entry_rowid DESC, d.position DESC LIMIT 1)) AS model
                        FROM subagent_runs r
                        LEFT JOIN (SELECT file_id, sum(input_tokens) AS input, sum(output_tokens) AS output,
                                          sum(cache_read_tokens) AS cache_read,

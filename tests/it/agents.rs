@@ -238,8 +238,10 @@ fn omp_subagent_runs_are_listed_and_linked_to_their_transcripts() {
 /// linked to the transcript omp wrote for it, in the foreground
 /// (`details.results`) or in the background, omp's default
 /// (`details.progress`); a background run ends as omp's task tool says
-/// once its `async-result` delivery is in the session, and stays `pending`,
-/// as the file wrote it, when none came.
+/// once its `async-result` delivery (or a `hub` snapshot that consumed it)
+/// is in the session, and stays `pending`, as the file wrote it, when none
+/// came; a nested spawn's transcript is found in its parent transcript's
+/// own folder (`<stem>/<stem>.<child>.jsonl`).
 #[test]
 fn omp_background_task_runs_end_as_omps_task_tool_says() {
     let env = Env::with_fixture("omp-agent/sessions");
@@ -256,15 +258,17 @@ fn omp_background_task_runs_end_as_omps_task_tool_says() {
     );
     let mut spawns = 0;
     for session in want["sessions"].as_array().expect("sessions") {
-        let file = session["file"].as_str().expect("file");
-        let folder = file.strip_suffix(".jsonl").expect(".jsonl");
         for spawn in session["spawns"].as_array().expect("spawns") {
             spawns += 1;
+            // The file whose task call made it: the session, or a subagent's
+            // transcript for a nested spawn.
+            let file = spawn["file"].as_str().expect("file");
+            let folder = file.strip_suffix(".jsonl").expect(".jsonl");
             let id = spawn["id"].as_str().expect("id");
             let run = runs
                 .iter()
                 .find(|r| {
-                    r["session_id"] == session["id"]
+                    r["session_id"] == spawn["session"]
                         && r["tool_call_id"] == spawn["toolCallId"]
                         && r["child_location"] == format!("{id}.jsonl")
                 })
