@@ -148,8 +148,8 @@ pub fn describe(message: &Value, path: &str, out: &mut Entry) -> Vec<SubagentRun
 
 /// omp's background spawns: the `details.progress[i]` of a `task` result
 /// whose id no `details.results[j]` has (those ran in the foreground and
-/// are read above). Their status is the spawn's (`pending`) until an
-/// `async-result` delivery says how they ended.
+/// are read above). Their status is the spawn's (`pending`) until a
+/// delivery (`deliveries`, `hub_deliveries`) says how they ended.
 fn omp_background_runs(details: &Value, path: &str, runs: &mut Vec<SubagentRun>) {
     let Some(progress) = details.get("progress").and_then(Value::as_array) else {
         return;
@@ -176,7 +176,8 @@ fn omp_background_runs(details: &Value, path: &str, runs: &mut Vec<SubagentRun>)
     }
 }
 
-/// How one omp background job ended, as its `async-result` delivery says.
+/// How one omp background job ended, as its `async-result` delivery or a
+/// `hub` snapshot says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
     /// The spawn's id (`progress[i].id`; its transcript is `<id>.jsonl`).

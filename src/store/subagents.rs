@@ -111,7 +111,7 @@ impl LinkScope {
 impl Writer {
     /// Writes the runs of one entry, their child messages and tool calls,
     /// and marks the entry's chunks that lie inside a run; and the
-    /// background jobs it delivers (omp's `async-result`).
+    /// background jobs it reports settled (omp's `async-result`, `hub`).
     pub(super) fn insert_subagent_runs(
         &self,
         entry_rowid: i64,
