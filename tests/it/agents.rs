@@ -319,10 +319,10 @@ fn omp_background_task_runs_end_as_omps_task_tool_says() {
 }
 
 /// The same sessions as omp lists and resumes them (`listing` and `files`
-/// in `expected/omp-agent.json`, from omp's own code): what the whole agent
-/// writes (title slots, tool-execution marks, developer reminders, subagent
-/// transcripts beside their `.md`/`.json` outputs) reads as the
-/// SessionManager-written trees do.
+/// in `expected/omp-agent.json`, from omp's own code), each exported byte
+/// for byte: what the whole agent writes (title slots, tool-execution
+/// marks, developer reminders, subagent transcripts beside their
+/// `.md`/`.json` outputs) reads as the SessionManager-written trees do.
 #[test]
 fn omps_whole_agent_sessions_list_and_resume_as_omp_does() {
     let env = Env::with_fixture("omp-agent/sessions");
@@ -338,6 +338,7 @@ fn omps_whole_agent_sessions_list_and_resume_as_omp_does() {
             string_list(&file["branch"]),
             "{rel}: current branch"
         );
+        crate::random::assert_exports_as_written(&env, Path::new(&path));
     }
 }
 

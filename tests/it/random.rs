@@ -53,7 +53,7 @@ fn sessions_json(env: &Env, fake_root: &str) -> Vec<Value> {
 }
 
 /// `piidx export FILE` gives back the file's bytes.
-fn assert_exports_as_written(env: &Env, file: &Path) {
+pub(crate) fn assert_exports_as_written(env: &Env, file: &Path) {
     let out = env.run(&["export", &file.to_string_lossy()]);
     assert!(
         out.status.success(),
