@@ -20,6 +20,8 @@
 //!
 //! Pure: no IO, no SQL, never fails; missing fields stay `None`.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::{Entry, MessageRow, as_int, describe_message, str_field};
@@ -201,8 +203,13 @@ pub fn deliveries(object: &Value) -> Vec<Delivery> {
         return Vec::new();
     }
     let text = delivery_text(object.get("content"));
+    let envelopes = envelope_statuses(&text);
     task_jobs(object.get("details"))
-        .filter_map(|job| Some(settled(job, str_field(job, "jobId")?, &text, "failed")))
+        .filter_map(|job| {
+            let job_id = str_field(job, "jobId")?;
+            let envelope = envelopes.get(job_id.as_str()).copied().flatten();
+            Some(settled(job, job_id, envelope, "failed"))
+        })
         .collect()
 }
 
@@ -212,8 +219,9 @@ pub fn deliveries(object: &Value) -> Vec<Delivery> {
 /// follows. Each snapshot's own text holds the envelope; without one, its
 /// `status` (`completed`, `failed`, `cancelled`) says how it ended.
 pub fn hub_deliveries(message: &Value) -> Vec<Delivery> {
-    if str_field(message, "role").as_deref() != Some("toolResult")
-        || message.get("toolName").and_then(Value::as_str) != Some("hub")
+    // Read for every message: compared in place, not copied out.
+    if message.get("toolName").and_then(Value::as_str) != Some("hub")
+        || message.get("role").and_then(Value::as_str) != Some("toolResult")
     {
         return Vec::new();
     }
@@ -231,15 +239,18 @@ pub fn hub_deliveries(message: &Value) -> Vec<Delivery> {
                 .filter_map(|key| job.get(key).and_then(Value::as_str))
                 .collect::<Vec<_>>()
                 .join("\n");
-            Some(settled(job, job_id, &text, status))
+            let envelope = envelope_statuses(&text)
+                .get(job_id.as_str())
+                .copied()
+                .flatten();
+            Some(settled(job, job_id, envelope, status))
         })
         .collect()
 }
 
-/// How `job` ended: as the envelope for `job_id` in `text` says, else
-/// `without`.
-fn settled(job: &Value, job_id: String, text: &str, without: &'static str) -> Delivery {
-    let (status, exit_code) = outcome(envelope_status(text, &job_id), without);
+/// How `job` ended: as its envelope's `status` says, else `without`.
+fn settled(job: &Value, job_id: String, envelope: Option<&str>, without: &'static str) -> Delivery {
+    let (status, exit_code) = outcome(envelope, without);
     Delivery {
         duration_ms: job.get("durationMs").and_then(as_int),
         model: str_field(job, "resolvedModel"),
@@ -296,13 +307,25 @@ fn delivery_text(content: Option<&Value>) -> String {
     }
 }
 
-/// The `status` attribute of the `<task-result id="<id>" …>` envelope.
-fn envelope_status<'t>(text: &'t str, id: &str) -> Option<&'t str> {
-    let open = format!("<task-result id=\"{id}\" ");
-    let start = text.find(&open)? + open.len();
-    let tag = &text[start..start + text[start..].find('>')?];
-    let value = &tag[tag.find("status=\"")? + "status=\"".len()..];
-    Some(&value[..value.find('"')?])
+/// The `status` attribute of each `<task-result id="<id>" …>` envelope in
+/// `text`, by id (the first envelope of an id decides; one without a
+/// status gives none). One pass: each envelope is looked for only up to
+/// the next one, so a delivery of many jobs costs its length, not
+/// jobs × length.
+fn envelope_statuses(text: &str) -> HashMap<&str, Option<&str>> {
+    let mut statuses = HashMap::new();
+    for piece in text.split("<task-result id=\"").skip(1) {
+        let Some((id, rest)) = piece.split_once("\" ") else {
+            continue;
+        };
+        let status = rest
+            .split_once('>')
+            .and_then(|(tag, _)| tag.split_once("status=\""))
+            .and_then(|(_, value)| value.split_once('"'))
+            .map(|(status, _)| status);
+        statuses.entry(id).or_insert(status);
+    }
+    statuses
 }
 
 fn run_row(result: &Value, position: i64, json_path: String) -> SubagentRun {
