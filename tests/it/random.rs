@@ -187,12 +187,19 @@ fn listed_beside<'a>(
 /// `firstMessage`: omp's own list looks at the first 4 KB only; the
 /// expected values apply its rules to every entry).
 fn assert_listed_as_omp_lists(env: &Env) {
-    let expected = read_expected("random-omp.json");
+    let expected = read_expected_listing("random-omp.json");
+    assert_listed_as_omp_lists_in(env, &expected, OMP_FAKE_ROOT);
+}
+
+/// A generator's expected values (`read_expected`), whose `listing` is of
+/// a tree large enough to prove something.
+fn read_expected_listing(name: &str) -> Value {
+    let expected = read_expected(name);
     assert!(
         expected["listing"].as_array().expect("listing").len() >= 40,
         "a tree this small proves little"
     );
-    assert_listed_as_omp_lists_in(env, &expected, OMP_FAKE_ROOT);
+    expected
 }
 
 /// `sessions --json` against the `listing` and `files` of an omp
@@ -444,11 +451,7 @@ fn port_env() -> Env {
 /// later ones with the branch's last change, as piidx does: they differ
 /// where that change is not the header's value).
 fn assert_listed_as_the_port_lists(env: &Env) {
-    let expected = read_expected("random-port.json");
-    assert!(
-        expected["listing"].as_array().expect("listing").len() >= 40,
-        "a tree this small proves little"
-    );
+    let expected = read_expected_listing("random-port.json");
     for (rel, want, got) in listed_beside(env, &expected["listing"], PORT_FAKE_ROOT) {
         let file = &expected["files"][&rel];
         let field = |key: &str| got.get(key).unwrap_or(&Value::Null);
